@@ -1,0 +1,479 @@
+"""HookBus: what the embedding daemon holds. ``emit`` per event, ``close`` at the end."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from os import PathLike
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+from hookbus.decision import ALLOW, Decision, HookResult, Outcome
+from hookbus.errors import (
+    BusClosedError,
+    HookBusError,
+    HookNotFoundError,
+    PluginError,
+    Problem,
+    UnknownEventError,
+)
+from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
+from hookbus.home import Home
+from hookbus.plugins import PluginInfo, build_plugin_manager, build_runner_table
+from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
+from hookbus.registry import Snapshot, scan_hooks
+from hookbus.reporting import ReportOnce
+from hookbus.runners import CancelToken, HookCall
+from hookbus.settings import load_settings
+from hookbus.spec import Hook
+
+logger = logging.getLogger("hookbus")
+
+#: Default bound on how long ``close()`` lets async hooks finish before killing them.
+SHUTDOWN_TIMEOUT_SECONDS = 10.0
+#: How long past its own timeout a runner may take before the bus stops waiting for it.
+RUNNER_GRACE_SECONDS = 1.0
+NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
+
+
+def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes]:
+    """The envelope hooks receive: the embedder's fields untouched, plus hook_event_name.
+
+    Compact separators, so ``"vix_bin":"..."`` greps the way the spec's examples expect.
+    """
+    full = dict(envelope)
+    full["hook_event_name"] = event
+    payload = json.dumps(full, ensure_ascii=False, separators=(",", ":"), default=str)
+    return MappingProxyType(full), payload.encode() + b"\n"
+
+
+class _AsyncJob:
+    __slots__ = ("hook", "event", "envelope", "payload", "cancel", "manual")
+
+    def __init__(
+        self, hook: Hook, event: str, envelope: Mapping[str, Any], payload: bytes, manual: bool
+    ) -> None:
+        self.hook = hook
+        self.event = event
+        self.envelope = envelope
+        self.payload = payload
+        self.cancel = CancelToken()
+        self.manual = manual
+
+
+class HookBus:
+    """Finds the hooks of an event, runs them, merges one Decision, records every fire.
+
+    ``with HookBus(home) as bus: bus.emit("PreToolUse", {...})``. Thread-safe: emit from
+    as many threads as you like; ``close()`` once at the end.
+    """
+
+    def __init__(
+        self,
+        home: str | PathLike[str] | None = None,
+        *,
+        watch: bool = False,
+        plugins: Sequence[object] = (),
+        async_workers: int = 8,
+        shutdown_timeout: float = SHUTDOWN_TIMEOUT_SECONDS,
+    ) -> None:
+        if watch:
+            raise HookBusError("watch=True is not available yet: call bus.reload() after edits")
+        self.home = Home.resolve(home)
+        self.async_workers = async_workers
+        self.shutdown_timeout = shutdown_timeout
+        self._plugins, self.plugin_infos = build_plugin_manager(plugins)
+        if not self._plugins.hook.hookbus_resolve.get_hookimpls():
+            raise PluginError(
+                "no resolver plugin: the built-in 'resolver' is disabled or not installed"
+            )
+        self.runners = build_runner_table(self._plugins)
+        self._report = ReportOnce()
+        self._lock = threading.Condition()
+        self._async_jobs: set[_AsyncJob] = set()
+        self._sync_emits = 0
+        self._async_pool: ThreadPoolExecutor | None = None
+        self._sync_pool: ThreadPoolExecutor | None = None
+        self._closed = False
+        self._generation = 0
+        self._snapshot = self._build_snapshot()
+        self._plugins.hook.hookbus_startup(bus=self)
+
+    # -- loading ----------------------------------------------------------------------
+
+    def _build_snapshot(self) -> Snapshot:
+        settings, problems = load_settings(self.home)
+        hooks, hook_problems = scan_hooks(self.home, self.runners, settings)
+        problems += hook_problems
+        for problem in problems:
+            logger.warning("skipped %s", problem)
+        self._generation += 1
+        return Snapshot.build(hooks, settings, problems, self._generation)
+
+    def reload(self) -> Snapshot:
+        """Rescan the home and swap the new snapshot in whole."""
+        with self._lock:
+            self._snapshot = self._build_snapshot()
+            return self._snapshot
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The registry in effect now; immutable."""
+        return self._snapshot
+
+    @property
+    def generation(self) -> int:
+        """Incremented by every load; wait on it instead of sleeping."""
+        return self._snapshot.generation
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return self._snapshot.problems
+
+    @property
+    def plugin_manager(self) -> Any:
+        return self._plugins
+
+    # -- emitting ---------------------------------------------------------------------
+
+    def emit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
+        """Run the hooks of ``event`` and return the merged Decision.
+
+        Async hooks are submitted and not waited for; sync hooks run in parallel, each
+        under its own timeout, failing open. No hook matched: nothing is done at all.
+        """
+        snapshot = self._snapshot
+        index = snapshot.index.get(event)
+        if index is None:
+            if event not in EVENTS:
+                raise UnknownEventError(
+                    f"unknown event {event!r}; events are {', '.join(EVENT_NAMES)}"
+                )
+            if self._closed:
+                raise BusClosedError("emit on a closed HookBus")
+            return ALLOW
+        if envelope is None:
+            envelope = {}
+        # Recursion guard: a vix-initiated thread's own tool calls never fire hooks.
+        if envelope.get("origin") == "vix":
+            return ALLOW
+        hooks = index.match(envelope)
+        if not hooks:
+            return ALLOW
+        return self._fire(event, envelope, hooks)
+
+    async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
+        """``emit`` for asyncio: sync hooks run in a worker thread, never on the loop."""
+        snapshot = self._snapshot
+        index = snapshot.index.get(event)
+        if index is None or (envelope or {}).get("origin") == "vix":
+            return self.emit(event, envelope)  # cheap: raises or returns ALLOW at once
+        hooks = index.match(envelope or {})
+        if not hooks:
+            return ALLOW
+        if not any(hook.is_sync for hook in hooks):
+            return self._fire(event, envelope or {}, hooks)  # only submits
+        import asyncio  # only asyncio embedders pay for importing it
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._fire, event, envelope or {}, hooks)
+
+    def _fire(self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook]) -> Decision:
+        with self._lock:
+            if self._closed:
+                raise BusClosedError("emit on a closed HookBus")
+            self._sync_emits += 1
+        try:
+            full, payload = encode_envelope(event, envelope)
+            sync_hooks = []
+            for hook in hooks:
+                if hook.is_sync:
+                    sync_hooks.append(hook)
+                else:
+                    self._submit_async(hook, event, full, payload)
+            if not sync_hooks:
+                return ALLOW
+            runs = self._run_sync(sync_hooks, event, full, payload)
+            return self._decide(event, envelope, runs)
+        finally:
+            with self._lock:
+                self._sync_emits -= 1
+                self._lock.notify_all()
+
+    def _run_sync(
+        self, hooks: Sequence[Hook], event: str, envelope: Mapping[str, Any], payload: bytes
+    ) -> list[tuple[Hook, Outcome, str, float]]:
+        if len(hooks) == 1:
+            return [self._run(hooks[0], event, envelope, payload)]
+        pool = self._pool("sync")
+        futures = [
+            (hook, pool.submit(self._run, hook, event, envelope, payload)) for hook in hooks[1:]
+        ]
+        runs = [self._run(hooks[0], event, envelope, payload)]
+        for hook, future in futures:
+            runs.append(self._wait_for(hook, future))
+        return runs
+
+    def _wait_for(
+        self, hook: Hook, future: Future[tuple[Hook, Outcome, str, float]]
+    ) -> tuple[Hook, Outcome, str, float]:
+        started = time.time()
+        try:
+            return future.result(timeout=hook.timeout + RUNNER_GRACE_SECONDS)
+        except FutureTimeout:
+            error = f"runner {hook.runner_plugin!r} did not return within its timeout"
+            return hook, Outcome.fail_open(error), utc_timestamp(started), hook.timeout
+
+    def _run(
+        self,
+        hook: Hook,
+        event: str,
+        envelope: Mapping[str, Any],
+        payload: bytes,
+        cancel: CancelToken | None = None,
+    ) -> tuple[Hook, Outcome, str, float]:
+        """Run one hook; never raises. Returns the hook, its outcome, when, and how long."""
+        at = utc_timestamp()
+        started = time.monotonic()
+        call = HookCall(
+            hook=hook,
+            event=event,
+            envelope=envelope,
+            payload=payload,
+            deadline=started + hook.timeout,
+            home=self.home,
+            cancel=cancel or CancelToken(),
+        )
+        try:
+            outcome = hook.runner.run(call)
+            if not isinstance(outcome, Outcome):
+                raise TypeError(f"run() returned {type(outcome).__name__}, not an Outcome")
+        except Exception as exc:
+            logger.exception("runner of plugin %r failed on hook %r", hook.runner_plugin, hook.id)
+            outcome = Outcome.fail_open(
+                f"runner {hook.runner_plugin!r} raised {type(exc).__name__}: {exc}"
+            )
+        if outcome.behavior == "modify":
+            problem = check_modify_input(event, outcome.input)
+            if problem is not None:
+                outcome = Outcome.fail_open(problem, outcome.thread_id)
+        return hook, outcome, at, time.monotonic() - started
+
+    def _decide(
+        self,
+        event: str,
+        envelope: Mapping[str, Any],
+        runs: Sequence[tuple[Hook, Outcome, str, float]],
+    ) -> Decision:
+        runs = sorted(runs, key=lambda run: run[0].id)
+        notes: dict[str, str] = {}
+        results = []
+        for hook, outcome, _, _ in runs:
+            if not hook.spec.blocking and outcome.behavior in ("deny", "modify"):
+                notes[hook.id] = NOT_BLOCKING_NOTE
+                outcome = Outcome("context", context=outcome.context) if outcome.context else Outcome()
+            results.append(HookResult(hook.id, outcome))
+        decision = self._resolve(event, results)
+        if decision.behavior == "modify" and decision.input is not None and EVENTS[event].rewrites_tool_input:
+            decision = self._check_input(event, envelope, decision, notes)
+        for hook, outcome, _, _ in runs:
+            if outcome.behavior == "modify" and hook.id not in notes and hook.id != decision.modified_by:
+                winner = decision.modified_by
+                notes[hook.id] = (
+                    f"superseded by the modify of hook {winner!r}" if winner else f"superseded by {decision.behavior}"
+                )
+        for hook, outcome, at, duration in runs:
+            self._record(
+                RunRecord(
+                    at=at,
+                    hook_id=hook.id,
+                    event=event,
+                    mode="sync",
+                    status=outcome.behavior,
+                    duration=duration,
+                    error=outcome.error,
+                    decision=outcome.as_dict(),
+                    note=notes.get(hook.id),
+                )
+            )
+        return decision
+
+    def _resolve(self, event: str, results: list[HookResult]) -> Decision:
+        try:
+            decision = self._plugins.hook.hookbus_resolve(event=event, results=results)
+        except Exception as exc:
+            self._report.failed("resolver", f"the resolver raised {type(exc).__name__}: {exc}; failing open")
+            return ALLOW
+        if not isinstance(decision, Decision):
+            self._report.failed("resolver", f"the resolver returned {decision!r}; failing open")
+            return ALLOW
+        self._report.succeeded("resolver")
+        return decision
+
+    def _check_input(
+        self, event: str, envelope: Mapping[str, Any], decision: Decision, notes: dict[str, str]
+    ) -> Decision:
+        assert decision.input is not None
+        try:
+            reason = self._plugins.hook.hookbus_check_input(
+                event=event, envelope=envelope, new_input=decision.input
+            )
+        except Exception as exc:
+            logger.exception("hookbus_check_input raised")
+            reason = f"the input check failed ({type(exc).__name__}: {exc})"
+        if not reason:
+            return decision
+        modifier = decision.modified_by or "?"
+        notes[modifier] = f"rewritten input denied by the input check: {reason}"
+        return Decision(
+            "deny",
+            reason=f"input rewritten by hook {modifier!r} was denied: {reason}",
+            context=decision.context,
+            denied_by=(modifier,),
+        )
+
+    # -- async hooks --------------------------------------------------------------------
+
+    def _pool(self, kind: str) -> ThreadPoolExecutor:
+        with self._lock:
+            if kind == "async":
+                if self._async_pool is None:
+                    self._async_pool = ThreadPoolExecutor(
+                        self.async_workers, thread_name_prefix="hookbus-async"
+                    )
+                return self._async_pool
+            if self._sync_pool is None:
+                self._sync_pool = ThreadPoolExecutor(32, thread_name_prefix="hookbus-sync")
+            return self._sync_pool
+
+    def _submit_async(
+        self,
+        hook: Hook,
+        event: str,
+        envelope: Mapping[str, Any],
+        payload: bytes,
+        manual: bool = False,
+    ) -> None:
+        job = _AsyncJob(hook, event, envelope, payload, manual)
+        with self._lock:
+            self._async_jobs.add(job)
+        self._pool("async").submit(self._run_async, job)
+
+    def _run_async(self, job: _AsyncJob) -> None:
+        try:
+            if job.cancel.cancelled:
+                at, duration = utc_timestamp(), 0.0
+                outcome = Outcome.fail_open(job.cancel.reason or CANCELLED_AT_SHUTDOWN)
+            else:
+                _, outcome, at, duration = self._run(
+                    job.hook, job.event, job.envelope, job.payload, job.cancel
+                )
+            self._record(_async_record(job.hook, job.event, outcome, at, duration, job.manual))
+        finally:
+            with self._lock:
+                self._async_jobs.discard(job)
+                self._lock.notify_all()
+
+    # -- manual fire --------------------------------------------------------------------
+
+    def trigger(self, hook_id: str, envelope: Mapping[str, Any] | None = None) -> RunRecord:
+        """Fire one hook by id now, on this thread, whatever its trigger; recorded as async."""
+        if self._closed:
+            raise BusClosedError("trigger on a closed HookBus")
+        snapshot = self._snapshot
+        reason = snapshot.settings.disabled_reason
+        if reason:
+            raise HookBusError(f"hooks are disabled: {reason}")
+        hook = snapshot.hooks.get(hook_id)
+        if hook is None:
+            known = ", ".join(snapshot.hooks) or "none"
+            raise HookNotFoundError(
+                f"no valid hook {hook_id!r} in {self.home.hooks_dir} (loaded: {known}); "
+                "`hookbus validate` says why a hook is skipped"
+            )
+        full, payload = encode_envelope(hook.event, envelope or {})
+        _, outcome, at, duration = self._run(hook, hook.event, full, payload)
+        record = _async_record(hook, hook.event, outcome, at, duration, manual=True)
+        self._record(record)
+        return record
+
+    # -- recording ----------------------------------------------------------------------
+
+    def _record(self, record: RunRecord) -> None:
+        """Hand a record to every recorder; one that raises is reported once and skipped."""
+        for implementation in self._plugins.hook.hookbus_record.get_hookimpls():
+            key = f"recorder {implementation.plugin_name!r}"
+            try:
+                implementation.function(bus=self, record=record)
+            except Exception as exc:
+                self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}")
+            else:
+                self._report.succeeded(key)
+
+    def read_runs(self, hook_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
+        """Recorded fires, oldest first, from whichever recorder is active."""
+        runs = self._plugins.hook.hookbus_read_runs(bus=self, hook_id=hook_id, limit=limit)
+        return list(runs or [])
+
+    # -- shutting down ------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop taking emits, let running hooks finish for up to ``timeout`` seconds
+        (default ``shutdown_timeout``), kill and record what is left as
+        "cancelled at shutdown", then let recorders flush. Idempotent.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        bound = self.shutdown_timeout if timeout is None else timeout
+        deadline = time.monotonic() + bound
+        with self._lock:
+            while (self._async_jobs or self._sync_emits) and time.monotonic() < deadline:
+                self._lock.wait(max(0.0, deadline - time.monotonic()))
+            leftovers = list(self._async_jobs)
+        for job in leftovers:
+            job.cancel.cancel(CANCELLED_AT_SHUTDOWN)
+        with self._lock:  # killed jobs record themselves promptly; queued ones never start
+            give_up = time.monotonic() + 5.0
+            while self._async_jobs and time.monotonic() < give_up:
+                self._lock.wait(max(0.0, give_up - time.monotonic()))
+        for pool in (self._async_pool, self._sync_pool):
+            if pool is not None:
+                pool.shutdown(wait=not self._async_jobs)
+        for implementation in self._plugins.hook.hookbus_shutdown.get_hookimpls():
+            try:
+                implementation.function(bus=self)
+            except Exception:
+                logger.exception("plugin %r failed to shut down", implementation.plugin_name)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> HookBus:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _async_record(
+    hook: Hook, event: str, outcome: Outcome, at: str, duration: float, manual: bool
+) -> RunRecord:
+    return RunRecord(
+        at=at,
+        hook_id=hook.id,
+        event=event,
+        mode="async",
+        status="error" if outcome.error else "done",
+        duration=duration,
+        error=outcome.error,
+        thread_id=outcome.thread_id,
+        decision=outcome.as_dict(),
+        manual=manual,
+    )

@@ -1,0 +1,288 @@
+"""The ``hookbus`` command line. Every verb takes ``--home DIR`` (else $VIX_HOME, else ~/.vix).
+
+Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from hookbus.bus import HookBus
+    from hookbus.records import RunRecord
+
+#: How long past the longest async timeout ``hookbus emit`` waits for its async hooks.
+EMIT_DRAIN_GRACE_SECONDS = 5.0
+
+
+class UsageError(Exception):
+    """Bad input on the command line: printed as one line, exit 1."""
+
+
+def _read_envelope(source: str | None) -> dict[str, Any]:
+    if source is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            return {}
+        text = sys.stdin.read()
+    elif source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {source}: {exc.strerror}") from None
+    if not text.strip():
+        return {}
+    try:
+        envelope = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"the envelope is not valid JSON: {exc}") from None
+    if not isinstance(envelope, dict):
+        raise UsageError("the envelope must be a JSON object")
+    return envelope
+
+
+def _open_bus(args: argparse.Namespace) -> HookBus:
+    from hookbus.bus import HookBus
+
+    return HookBus(args.home)
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from hookbus.events import EVENTS
+
+    if args.event not in EVENTS:
+        raise UsageError(f"unknown event {args.event!r}; events are {', '.join(EVENTS)}")
+    envelope = _read_envelope(args.input)
+    bus = _open_bus(args)
+    drain = max(
+        (hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0
+    )
+    try:
+        decision = bus.emit(args.event, envelope)
+        print(json.dumps(decision.as_dict(), ensure_ascii=False))
+        sys.stdout.flush()
+    finally:
+        bus.close(timeout=drain + EMIT_DRAIN_GRACE_SECONDS)
+    return 2 if decision.behavior == "deny" else 0
+
+
+def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
+    runs = bus.read_runs(hook_id, limit=1)
+    return runs[-1] if runs else None
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _open_bus(args) as bus:
+        snapshot = bus.snapshot
+        rows = [("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE")]
+        for hook in snapshot.hooks.values():
+            spec = hook.spec
+            mode = spec.mode + (" blocking" if spec.blocking else "")
+            last = _last_run(bus, hook.id)
+            last_text = f"{last.status} {last.at}" if last else "never"
+            if last and last.error:
+                last_text += f" ({last.error[:60]})"
+            state = "enabled" if spec.enabled else "disabled"
+            rows.append(
+                (hook.id, spec.trigger.event, spec.trigger.matcher or "*", mode,
+                 spec.action_key, state, last_text)
+            )
+        if len(rows) > 1:
+            _print_table(rows)
+        else:
+            print(f"no hooks in {bus.home.hooks_dir}")
+        reason = snapshot.settings.disabled_reason
+        if reason:
+            print(f"\nall hooks are off: {reason}")
+        if snapshot.problems:
+            print("\nskipped (run `hookbus validate` for details):")
+            for problem in snapshot.problems:
+                print(f"  {problem}")
+    return 0
+
+
+def _print_table(rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+        print("  ".join([*cells, row[-1]]).rstrip())
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    with _open_bus(args) as bus:
+        snapshot = bus.snapshot
+        wanted = set(args.ids)
+        problems = [
+            problem
+            for problem in snapshot.problems
+            if not wanted or problem.hook_id in wanted
+        ]
+        failed = bool(problems)
+        for hook_id in sorted(wanted):
+            known = hook_id in snapshot.hooks or any(p.hook_id == hook_id for p in problems)
+            if not known:
+                print(f"hooks/{hook_id}: no hook.json or hook.yaml")
+                failed = True
+        for problem in problems:
+            print(problem)
+        valid = [hook_id for hook_id in snapshot.hooks if not wanted or hook_id in wanted]
+        for hook_id in valid:
+            print(f"ok  hooks/{hook_id}")
+    return 1 if failed else 0
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    envelope = _read_envelope(args.input)
+    with _open_bus(args) as bus:
+        record = bus.trigger(args.id, envelope)
+    print(json.dumps(record.log_entry(), ensure_ascii=False))
+    return 0 if record.status == "done" else 1
+
+
+def format_record(record: RunRecord) -> str:
+    from hookbus.durations import format_duration
+
+    detail = record.error or ""
+    if not detail and record.decision:
+        detail = record.decision.get("reason") or record.decision.get("context") or ""
+        if record.decision.get("input") is not None:
+            detail = json.dumps(record.decision["input"], ensure_ascii=False)
+    if record.note:
+        detail = f"{detail} [{record.note}]" if detail else f"[{record.note}]"
+    mode = "manual" if record.manual else record.mode
+    detail = " ".join(detail.split())
+    return (
+        f"{record.at}  {record.event:<17} {record.hook_id:<20} {mode:<6} "
+        f"{record.status:<8} {format_duration(record.duration):>8}  {detail[:120]}"
+    ).rstrip()
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    def show(record: RunRecord) -> None:
+        line = json.dumps(record.log_entry(), ensure_ascii=False) if args.json else format_record(record)
+        print(line, flush=True)
+
+    with _open_bus(args) as bus:
+        for record in bus.read_runs(args.hook, args.limit):
+            show(record)
+        if args.follow:
+            _follow(bus, args.hook, show)
+    return 0
+
+
+def _follow(bus: HookBus, hook_id: str | None, show: Callable[[RunRecord], None]) -> None:
+    """Print records as they are appended to the log, until interrupted."""
+    import time
+    from datetime import datetime, timezone
+
+    from hookbus.records import RunRecord
+
+    offsets: dict[str, int] = {}
+    for path in bus.home.logs_dir.glob("*.jsonl"):
+        offsets[str(path)] = path.stat().st_size
+    try:
+        while True:
+            path = bus.home.logs_dir / f"{datetime.now(timezone.utc):%Y-%m-%d}.jsonl"
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(offsets.get(str(path), 0))
+                    data = handle.read()
+            except FileNotFoundError:
+                data = b""
+            complete = data[: data.rfind(b"\n") + 1]
+            offsets[str(path)] = offsets.get(str(path), 0) + len(complete)
+            for raw in complete.splitlines():
+                try:
+                    record = RunRecord.from_log_entry(json.loads(raw))
+                except ValueError:
+                    continue
+                if hook_id is None or record.hook_id == hook_id:
+                    show(record)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        return
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from hookbus.demo import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        help="the home directory (default: $VIX_HOME, else ~/.vix)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="hookbus",
+        description="Lifecycle hooks for an agent daemon: hooks on disk, one decision, every fire recorded.",
+        parents=[common],
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    emit = verbs.add_parser(
+        "emit",
+        parents=[common],
+        help="fire an event and print the decision (exit 2 on deny)",
+        description="Fire EVENT with the envelope from --input (a file, or - for stdin) and "
+        "print the decision as one JSON object. Exit 0 for allow, context and modify, 2 for "
+        "deny, 1 for a usage or config error. Async hooks finish before it exits.",
+    )
+    emit.add_argument("event", help="PreToolUse, UserPromptSubmit, Stop, ...")
+    emit.add_argument("--input", metavar="FILE|-", help="the JSON envelope (default: stdin if piped)")
+    emit.set_defaults(func=cmd_emit)
+
+    listing = verbs.add_parser("list", parents=[common], help="show hooks, their state and last fire")
+    listing.set_defaults(func=cmd_list)
+
+    validate = verbs.add_parser(
+        "validate", parents=[common], help="check hook specs; exit 1 if any is invalid"
+    )
+    validate.add_argument("ids", nargs="*", metavar="ID", help="only these hooks (default: all)")
+    validate.set_defaults(func=cmd_validate)
+
+    trigger = verbs.add_parser(
+        "trigger", parents=[common], help="fire one hook now (recorded as an async fire)"
+    )
+    trigger.add_argument("id", help="the hook's id (its directory name)")
+    trigger.add_argument("--input", metavar="FILE|-", help="the JSON envelope (default: stdin if piped)")
+    trigger.set_defaults(func=cmd_trigger)
+
+    log = verbs.add_parser("log", parents=[common], help="show recorded fires")
+    log.add_argument("--hook", metavar="ID", help="only this hook")
+    log.add_argument("--limit", type=int, metavar="N", help="only the last N fires")
+    log.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
+    log.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    log.set_defaults(func=cmd_log)
+
+    demo = verbs.add_parser("demo", help="play an agent loop against example hooks in a throwaway home")
+    demo.add_argument("--keep", action="store_true", help="keep the throwaway home and print its path")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "home"):
+        args.home = None
+    logging.basicConfig(level=logging.WARNING, format="hookbus: %(message)s", stream=sys.stderr)
+    from hookbus.errors import HookBusError
+
+    try:
+        result: int = args.func(args)
+        return result
+    except (UsageError, HookBusError) as exc:
+        print(f"hookbus {args.verb}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0

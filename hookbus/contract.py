@@ -1,0 +1,112 @@
+"""The decision contracts: how a command's exit and output, or a final text, become an Outcome.
+
+They live in the core so that every runner, first-party or not, decides the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Any
+
+from hookbus.decision import BEHAVIORS, Outcome, cap_text
+
+#: How much of a failing command's stderr is kept in the recorded error.
+ERROR_TAIL_CHARS = 500
+
+
+class DecisionError(ValueError):
+    """A JSON decision object that does not say anything valid."""
+
+
+def outcome_from_object(decision: dict[str, Any]) -> Outcome:
+    """The explicit decision in a JSON object; DecisionError when it is not a valid one.
+
+    Keys other than behavior, reason, input and context are ignored, so hooks may add
+    their own notes.
+    """
+    behavior = decision.get("behavior")
+    if behavior not in BEHAVIORS:
+        allowed = ", ".join(BEHAVIORS)
+        raise DecisionError(
+            f'JSON decision needs "behavior" set to one of {allowed} (got {behavior!r})'
+        )
+    if behavior == "deny":
+        reason = decision.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise DecisionError('JSON decision: "reason" must be a string')
+        return Outcome("deny", reason=cap_text(reason.strip()) if reason else None)
+    if behavior == "modify":
+        new_input = decision.get("input")
+        if not isinstance(new_input, dict):
+            raise DecisionError('JSON decision: modify needs an object in "input"')
+        return Outcome("modify", input=new_input)
+    if behavior == "context":
+        context = decision.get("context")
+        if not isinstance(context, str) or not context.strip():
+            raise DecisionError('JSON decision: context needs a non-empty string in "context"')
+        return Outcome("context", context=cap_text(context.strip()))
+    return Outcome("allow")
+
+
+def _parse_object(text: str) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds, or None when it is not one."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def outcome_from_text(text: str) -> Outcome:
+    """Exit-0 output of a command: nothing is allow, a JSON object decides, text is context."""
+    text = text.strip()
+    if not text:
+        return Outcome("allow")
+    decision = _parse_object(text)
+    if decision is None:
+        return Outcome("context", context=cap_text(text))
+    try:
+        return outcome_from_object(decision)
+    except DecisionError as exc:
+        return Outcome.fail_open(str(exc))
+
+
+def describe_exit(returncode: int, stderr: bytes) -> str:
+    """A recorded error a user can act on: status, the likely cause, the end of stderr."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        message = f"killed by {name}"
+    else:
+        message = f"exited with status {returncode}"
+        if returncode == 127:
+            message += " (command not found)"
+        elif returncode == 126:
+            message += " (not executable: check the script's run bit, chmod +x)"
+    tail = _decode(stderr)[-ERROR_TAIL_CHARS:]
+    return f"{message}: {tail}" if tail else message
+
+
+def outcome_from_command(returncode: int, stdout: bytes, stderr: bytes) -> Outcome:
+    """The command contract, row by row as the spec states it.
+
+    - exit 0 and no output: allow; exit 0 and plain text: that text as context;
+      exit 0 and a JSON object: that decision (an invalid one fails open, recorded).
+    - exit 2: deny; the reason is stderr, or stdout when stderr is empty.
+    - any other exit, or a signal: allow (fail open), with the error recorded.
+    """
+    if returncode == 0:
+        return outcome_from_text(_decode(stdout))
+    if returncode == 2:
+        reason = _decode(stderr) or _decode(stdout)
+        return Outcome("deny", reason=cap_text(reason) if reason else None)
+    return Outcome.fail_open(describe_exit(returncode, stderr))

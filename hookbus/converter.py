@@ -1,0 +1,100 @@
+"""The one strict cattrs converter, shared by the core and by runners validating their options.
+
+Strict means a value of the wrong type is an error, never coerced: ``"enabled": "false"``
+is rejected instead of becoming True. Every failure comes back as a list of
+``SpecError`` with a JSON path, so users read *where*, not a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable, TypeVar
+
+import attrs
+import cattrs
+from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn
+
+from hookbus.errors import SpecError, SpecErrors
+
+T = TypeVar("T")
+
+_JSON_TYPE_NAMES = {
+    str: "a string",
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    dict: "an object",
+    list: "an array",
+    type(None): "null",
+}
+
+
+def json_type_name(value: object) -> str:
+    """How a JSON user would name the type of ``value``."""
+    if isinstance(value, bool):
+        return "a boolean"
+    for python_type, name in _JSON_TYPE_NAMES.items():
+        if type(value) is python_type:
+            return name
+    return type(value).__name__
+
+
+def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[object, object], Any]:
+    def structure(value: object, _: object) -> object:
+        # bool is an int subclass; JSON true must not pass for a number.
+        if type(value) not in accept:
+            raise TypeError(
+                f"expected {_JSON_TYPE_NAMES[expected]}, got {json_type_name(value)}"
+            )
+        return float(value) if expected is float else value  # type: ignore[arg-type]
+
+    return structure
+
+
+def _format_exception(exc: BaseException, _type: object) -> str:
+    if isinstance(exc, ForbiddenExtraKeysError):
+        names = ", ".join(repr(name) for name in sorted(exc.extra_fields))
+        plural = "s" if len(exc.extra_fields) > 1 else ""
+        return f"unknown field{plural} {names}"
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    return str(exc)
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(str, _strict(str, (str,)))
+    converter.register_structure_hook(bool, _strict(bool, (bool,)))
+    converter.register_structure_hook(int, _strict(int, (int,)))
+    converter.register_structure_hook(float, _strict(float, (int, float)))
+
+    def attrs_class_hook(cls: type) -> Callable[[object, object], Any]:
+        generated = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+
+        def structure(value: object, target: object) -> object:
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected an object, got {json_type_name(value)}")
+            return generated(value, target)  # type: ignore[arg-type]
+
+        return structure
+
+    converter.register_structure_hook_factory(attrs.has, attrs_class_hook)
+    return converter
+
+
+converter = _make_converter()
+
+
+def structure(value: object, cls: type[T], location: str = "$") -> T:
+    """Structure ``value`` into ``cls`` or raise ``SpecErrors`` listing every problem."""
+    try:
+        return converter.structure(value, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+        messages = cattrs.transform_error(exc, path=location, format_exception=_format_exception)
+        raise SpecErrors([_split(message) for message in messages]) from None
+
+
+def _split(message: str) -> SpecError:
+    text, _, where = message.rpartition(" @ ")
+    return SpecError(text, where) if text else SpecError(message)

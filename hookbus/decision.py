@@ -1,0 +1,91 @@
+"""What one hook says (``Outcome``) and what the bus answers for an event (``Decision``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+Behavior = Literal["allow", "deny", "modify", "context"]
+BEHAVIORS: tuple[Behavior, ...] = ("allow", "deny", "modify", "context")
+#: Most restrictive first: deny > modify > context > allow.
+PRECEDENCE: dict[str, int] = {"deny": 3, "modify": 2, "context": 1, "allow": 0}
+
+#: Context injected by one hook is cut here, with a visible marker.
+MAX_CONTEXT_CHARS = 10_000
+
+
+def cap_text(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters plus a marker saying how much was dropped."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[hookbus: truncated {len(text) - limit} more characters]"
+
+
+@attrs.frozen
+class Outcome:
+    """What one hook run said. A run that failed says ``allow`` and carries ``error``."""
+
+    behavior: Behavior = "allow"
+    reason: str | None = None
+    input: dict[str, Any] | None = None
+    context: str | None = None
+    #: Why the hook failed (and so failed open); None when it ran as intended.
+    error: str | None = None
+    #: The thread an embedder ran a workflow or prompt in, when it says so.
+    thread_id: str | None = None
+
+    @classmethod
+    def fail_open(cls, error: str, thread_id: str | None = None) -> Outcome:
+        return cls("allow", error=error, thread_id=thread_id)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The decision part as the JSON contract spells it, null keys left out."""
+        return _compact(
+            {
+                "behavior": self.behavior,
+                "reason": self.reason,
+                "input": self.input,
+                "context": self.context,
+            }
+        )
+
+
+@attrs.frozen
+class HookResult:
+    """An outcome tagged with the hook that produced it, as the resolver receives it."""
+
+    hook_id: str
+    outcome: Outcome
+
+
+@attrs.frozen
+class Decision:
+    """The one answer to an event: most restrictive wins, context from every hook joined."""
+
+    behavior: Behavior = "allow"
+    reason: str | None = None
+    input: dict[str, Any] | None = None
+    context: str | None = None
+    #: Hooks whose deny made this decision, in hook-id order.
+    denied_by: tuple[str, ...] = ()
+    #: The hook whose modify supplied ``input``.
+    modified_by: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"behavior", "reason", "input", "context"}`` with null keys left out."""
+        return _compact(
+            {
+                "behavior": self.behavior,
+                "reason": self.reason,
+                "input": self.input,
+                "context": self.context,
+            }
+        )
+
+
+ALLOW = Decision()
+
+
+def _compact(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}

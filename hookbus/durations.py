@@ -1,0 +1,44 @@
+"""Go-style durations (``500ms``, ``5s``, ``10m``, ``1h30m``), as hook.json's ``timeout`` uses."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_WHOLE = re.compile(rf"(?:{_PART.pattern})+")
+
+
+def parse_duration(text: str, allow_zero: bool = False) -> float:
+    """Seconds in a Go-style duration; ValueError with a usable message when it isn't one."""
+    if not _WHOLE.fullmatch(text):
+        raise ValueError(
+            f"invalid duration {text!r}: use a number and a unit, like 500ms, 5s, 10m or 1h30m"
+        )
+    seconds = sum(float(number) * _UNITS[unit] for number, unit in _PART.findall(text))
+    if seconds <= 0 and not allow_zero:
+        raise ValueError(f"invalid duration {text!r}: it must be longer than zero")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """A short Go-style rendering: ``830µs``, ``12.4ms``, ``1.503s``, ``2m5s``."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f}µs"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3g}ms"
+    if seconds < 60.0:
+        return f"{seconds:.4g}s"
+    minutes, rest = divmod(seconds, 60.0)
+    if minutes < 60:
+        return f"{minutes:.0f}m{rest:.0f}s"
+    hours, minutes = divmod(minutes, 60.0)
+    return f"{hours:.0f}h{minutes:.0f}m{rest:.0f}s"

@@ -1,0 +1,81 @@
+"""Errors the bus raises, and the path-qualified problems it reports instead of raising."""
+
+from __future__ import annotations
+
+import attrs
+
+
+class HookBusError(Exception):
+    """Base class of every error hookbus raises on purpose."""
+
+
+class UnknownEventError(HookBusError, ValueError):
+    """``emit`` was given an event name the spec does not have."""
+
+
+class HookNotFoundError(HookBusError, KeyError):
+    """``trigger`` was given a hook id that is not loaded."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+class PluginError(HookBusError):
+    """A plugin is broken or conflicts with another; the message names the plugin(s)."""
+
+
+class BusClosedError(HookBusError, RuntimeError):
+    """The bus was used after ``close()``."""
+
+
+class SpecError(HookBusError, ValueError):
+    """A value in a spec is invalid. ``location`` is a JSON path relative to the value checked.
+
+    Runners raise it from ``parse`` with a location relative to their own key
+    (``"$.url"``); the loader re-roots it under the key (``"$.http.url"``).
+    """
+
+    def __init__(self, message: str, location: str | None = "$") -> None:
+        super().__init__(message)
+        self.message = message
+        #: None when the whole document is at fault (unreadable, not JSON, too big).
+        self.location = location
+
+    def __str__(self) -> str:
+        return f"{self.message} @ {self.location}" if self.location else self.message
+
+
+class SpecErrors(SpecError):
+    """Several ``SpecError`` found at once; iterating gives each."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        first = errors[0] if errors else SpecError("invalid")
+        super().__init__(first.message, first.location)
+        self.errors = errors or [first]
+
+    def __str__(self) -> str:
+        return "; ".join(str(error) for error in self.errors)
+
+
+def reroot(location: str | None, prefix: str) -> str:
+    """Put a location relative to a value (``$.url``) under that value's path (``$.http``)."""
+    if not location:
+        return prefix
+    return prefix + location[1:] if location.startswith("$") else f"{prefix}.{location}"
+
+
+@attrs.frozen
+class Problem:
+    """Why a file was skipped: ``hooks/x/hook.json: unknown field 'blockng' @ $``."""
+
+    #: The file, relative to the home when it is inside it.
+    path: str
+    message: str
+    #: JSON path of the offending field; None when the whole file is at fault.
+    location: str | None = None
+    #: The hook the problem belongs to, when it is known.
+    hook_id: str | None = None
+
+    def __str__(self) -> str:
+        where = f" @ {self.location}" if self.location else ""
+        return f"{self.path}: {self.message}{where}"

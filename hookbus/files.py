@@ -1,0 +1,118 @@
+"""Reading user-written JSON/YAML documents safely: capped, no symlinks, strict parsing."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+from hookbus.errors import SpecError
+
+#: A hook.json bigger than this is refused, not parsed.
+MAX_SPEC_BYTES = 256 * 1024
+
+
+def read_capped(path: Path, cap: int = MAX_SPEC_BYTES) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file of at most ``cap`` bytes, and the stat of what was read.
+
+    The file is opened with O_NOFOLLOW and checked with fstat on the open descriptor, so
+    what is checked is what is read, even if the path is swapped in between.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SpecError(_describe_os_error(exc), None) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecError("not a regular file", None)
+        if info.st_size > cap:
+            raise SpecError(f"file is {info.st_size} bytes, over the {cap // 1024} KiB limit", None)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= cap:
+            chunk = os.read(fd, cap + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
+            raise SpecError(f"file grew past the {cap // 1024} KiB limit while being read", None)
+        return b"".join(chunks), info
+    except OSError as exc:
+        raise SpecError(_describe_os_error(exc), None) from None
+    finally:
+        os.close(fd)
+
+
+def _describe_os_error(exc: OSError) -> str:
+    import errno
+
+    if exc.errno == errno.ELOOP:
+        return "is a symbolic link; hook files are not followed through links"
+    if exc.errno == errno.ENOENT:
+        return "file disappeared while being read"
+    return f"cannot read: {exc.strerror or exc}"
+
+
+def decode_document(data: bytes, kind: str) -> Any:
+    """Parse JSON (``kind="json"``) or YAML; SpecError saying where the text is broken."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"not valid UTF-8 (byte {exc.start})", None) from None
+    if kind == "yaml":
+        return _decode_yaml(text)
+    try:
+        return json.loads(
+            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", None
+        ) from None
+    except RecursionError:
+        raise SpecError("invalid JSON: nested too deeply", None) from None
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise SpecError(f"duplicate key {key!r}", None)
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise SpecError(f"{name} is not valid JSON", None)
+
+
+def _decode_yaml(text: str) -> Any:
+    import yaml  # only paid for by homes that use YAML
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, Hashable):
+                    continue  # SafeLoader reports unhashable keys itself
+                if key in seen:
+                    line = key_node.start_mark.line + 1
+                    raise SpecError(f"duplicate key {key!r} at line {line}", None)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(f"invalid YAML{where}: {problem}", None) from None
+    except RecursionError:
+        raise SpecError("invalid YAML: nested too deeply", None) from None

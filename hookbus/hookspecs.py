@@ -1,0 +1,75 @@
+"""The plugin contract. Each hookspec's docstring is its contract; all arguments are keywords."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import pluggy
+
+if TYPE_CHECKING:
+    from hookbus.bus import HookBus
+    from hookbus.decision import Decision, HookResult
+    from hookbus.records import RunRecord
+    from hookbus.runners import RunnerRegistration
+
+hookspec = pluggy.HookspecMarker("hookbus")
+hookimpl = pluggy.HookimplMarker("hookbus")
+
+
+@hookspec
+def hookbus_register_runners(register: RunnerRegistration) -> None:
+    """Register the action runners this plugin provides, one spec key each.
+
+    ``register.add("command", CommandRunner())`` makes ``"command": ...`` in a hook.json
+    run through that runner. A key claimed by two plugins is an error naming both.
+    """
+
+
+@hookspec(firstresult=True)
+def hookbus_resolve(event: str, results: Sequence[HookResult]) -> Decision | None:
+    """Merge the outcomes of the sync hooks of one event into one Decision.
+
+    ``results`` are in hook-id order. Outcomes of non-blocking hooks arrive already
+    reduced to what they may do (context or allow). The first non-None answer wins;
+    the built-in resolver is ``trylast`` so a stricter policy plugin goes first.
+    """
+
+
+@hookspec
+def hookbus_record(bus: HookBus, record: RunRecord) -> None:
+    """Store one fire. Called for every recorder; one that raises is reported and skipped.
+
+    Called on the thread that ran the hook: do the slow part in the background.
+    """
+
+
+@hookspec(firstresult=True)
+def hookbus_read_runs(
+    bus: HookBus, hook_id: str | None, limit: int | None
+) -> list[RunRecord] | None:
+    """Recorded fires, oldest first, of one hook (or all when ``hook_id`` is None).
+
+    ``limit`` keeps only the most recent ones. Implemented by the active recorder so
+    ``hookbus log`` and ``hookbus list`` work whatever backend holds the records.
+    """
+
+
+@hookspec(firstresult=True)
+def hookbus_check_input(
+    event: str, envelope: Mapping[str, Any], new_input: dict[str, Any]
+) -> str | None:
+    """The embedder's deny_list for rewritten tool input: a reason to deny it, or None.
+
+    Called when hooks rewrite ``tool_input`` (PreToolUse, PermissionRequest); a reason
+    turns the decision into deny.
+    """
+
+
+@hookspec
+def hookbus_startup(bus: HookBus) -> None:
+    """The bus is open: acquire what this plugin needs for it."""
+
+
+@hookspec
+def hookbus_shutdown(bus: HookBus) -> None:
+    """The bus is closing, after its async hooks ended: flush and release (recorders drain)."""

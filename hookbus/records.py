@@ -1,0 +1,100 @@
+"""What is recorded for one fire of one hook, and its JSON form (state.json and the log)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import attrs
+
+from hookbus.durations import format_duration
+
+#: sync: what the hook said (a failed one says allow and carries error); async: done | error.
+Status = Literal["allow", "deny", "modify", "context", "done", "error"]
+CANCELLED_AT_SHUTDOWN = "cancelled at shutdown"
+
+
+def utc_timestamp(epoch: float | None = None) -> str:
+    """RFC 3339 in UTC with milliseconds: ``2026-11-29T18:14:06.123Z``."""
+    moment = datetime.fromtimestamp(time.time() if epoch is None else epoch, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@attrs.frozen
+class RunRecord:
+    """One fire of one hook, as every recorder receives it."""
+
+    at: str
+    hook_id: str
+    event: str
+    #: "sync" or "async"; a manual trigger is "async".
+    mode: str
+    status: Status
+    #: Seconds the run took.
+    duration: float
+    error: str | None = None
+    thread_id: str | None = None
+    #: The hook's own decision: behavior, reason, input, context (null keys left out).
+    decision: dict[str, Any] | None = None
+    #: Why the hook's decision did not take effect, when it did not (superseded, non-blocking).
+    note: str | None = None
+    #: True for ``bus.trigger`` / ``hookbus trigger``.
+    manual: bool = False
+
+    @property
+    def is_async(self) -> bool:
+        return self.mode == "async"
+
+    def log_entry(self) -> dict[str, Any]:
+        """The JSON line of the audit log."""
+        entry: dict[str, Any] = {
+            "at": self.at,
+            "hook_id": self.hook_id,
+            "event": self.event,
+            "mode": self.mode,
+            "status": self.status,
+            "error": self.error,
+            "duration": format_duration(self.duration),
+            "duration_ms": round(self.duration * 1000, 3),
+        }
+        for key in ("thread_id", "decision", "note"):
+            value = getattr(self, key)
+            if value is not None:
+                entry[key] = value
+        if self.manual:
+            entry["manual"] = True
+        return entry
+
+    def state_run(self) -> dict[str, Any]:
+        """The entry in state.json's ``recent_runs``, with the fields the spec lists."""
+        return {
+            "at": self.at,
+            "status": self.status,
+            "async": self.is_async,
+            "event": self.event,
+            "error": self.error,
+            "thread_id": self.thread_id,
+            "duration": format_duration(self.duration),
+        }
+
+    @classmethod
+    def from_log_entry(cls, entry: dict[str, Any]) -> RunRecord:
+        """Read back a log line; ValueError when it is not one."""
+        try:
+            duration_ms = entry.get("duration_ms", 0.0)
+            return cls(
+                at=str(entry["at"]),
+                hook_id=str(entry["hook_id"]),
+                event=str(entry["event"]),
+                mode=str(entry["mode"]),
+                status=entry["status"],
+                duration=float(duration_ms) / 1000,
+                error=entry.get("error"),
+                thread_id=entry.get("thread_id"),
+                decision=entry.get("decision"),
+                note=entry.get("note"),
+                manual=bool(entry.get("manual", False)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a run record: {exc}") from None

@@ -1,0 +1,162 @@
+"""Loading the hooks directory into an immutable, event-indexed Snapshot.
+
+A Snapshot is never changed after it is built: a reload builds a new one and the bus
+swaps it in with one assignment, so an emit in flight keeps the one it started with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from hookbus.errors import Problem, SpecError, SpecErrors
+from hookbus.events import EVENTS
+from hookbus.files import decode_document, read_capped
+from hookbus.home import Home
+from hookbus.runners import ParseContext, RunnerTable
+from hookbus.settings import Settings
+from hookbus.spec import Hook, parse_hook
+
+SPEC_NAMES: tuple[tuple[str, str], ...] = (("hook.json", "json"), ("hook.yaml", "yaml"))
+
+
+@attrs.frozen
+class EventIndex:
+    """The enabled hooks of one event, arranged so a miss costs one dict lookup."""
+
+    field: str | None
+    #: Hooks whose matcher matches everything.
+    match_all: tuple[Hook, ...]
+    #: For each literal name: the hooks that match it, match-all hooks included, id order.
+    by_name: Mapping[str, tuple[Hook, ...]]
+    #: Hooks with a true regex matcher, tried one by one.
+    regex: tuple[Hook, ...]
+
+    @classmethod
+    def build(cls, field: str | None, hooks: Iterable[Hook]) -> EventIndex:
+        match_all: list[Hook] = []
+        named: dict[str, list[Hook]] = defaultdict(list)
+        regex: list[Hook] = []
+        for hook in hooks:
+            if field is None or hook.matcher.matches_all:
+                match_all.append(hook)
+            elif hook.matcher.names is not None:
+                for name in hook.matcher.names:
+                    named[name].append(hook)
+            else:
+                regex.append(hook)
+        by_name = {name: _by_id([*match_all, *group]) for name, group in named.items()}
+        return cls(field, _by_id(match_all), MappingProxyType(by_name), _by_id(regex))
+
+    def match(self, envelope: Mapping[str, Any]) -> tuple[Hook, ...]:
+        """The hooks whose matcher accepts the envelope's matcher field, in hook-id order."""
+        if self.field is None:
+            return self.match_all
+        value = envelope.get(self.field)
+        if not isinstance(value, str):
+            value = ""
+        found = self.by_name.get(value, self.match_all)
+        if not self.regex:
+            return found
+        extra = [hook for hook in self.regex if hook.matcher.matches(value)]
+        return _by_id([*found, *extra]) if extra else found
+
+
+def _by_id(hooks: Iterable[Hook]) -> tuple[Hook, ...]:
+    return tuple(sorted(hooks, key=lambda hook: hook.id))
+
+
+@attrs.frozen
+class Snapshot:
+    """Everything an emit needs, frozen: the hooks, their index, settings and problems."""
+
+    #: Every valid hook by id, disabled ones included.
+    hooks: Mapping[str, Hook]
+    #: Enabled hooks by event; events without hooks are absent.
+    index: Mapping[str, EventIndex]
+    settings: Settings
+    problems: tuple[Problem, ...] = ()
+    generation: int = 0
+
+    @classmethod
+    def build(
+        cls,
+        hooks: Mapping[str, Hook],
+        settings: Settings,
+        problems: Iterable[Problem] = (),
+        generation: int = 0,
+    ) -> Snapshot:
+        by_event: dict[str, list[Hook]] = defaultdict(list)
+        # The kill switch empties the index: a disabled engine costs an emit one lookup.
+        for hook in hooks.values() if settings.hooks_enabled else ():
+            if hook.spec.enabled:
+                by_event[hook.event].append(hook)
+        index = {
+            event: EventIndex.build(EVENTS[event].matcher_field, group)
+            for event, group in by_event.items()
+        }
+        return cls(
+            hooks=MappingProxyType(dict(sorted(hooks.items()))),
+            index=MappingProxyType(index),
+            settings=settings,
+            problems=tuple(problems),
+            generation=generation,
+        )
+
+
+def spec_file_of(directory: Path) -> tuple[Path, str] | SpecError | None:
+    """The spec file in a hook directory and its format; None when there is none."""
+    present = [(directory / name, kind) for name, kind in SPEC_NAMES if os.path.lexists(directory / name)]
+    if len(present) > 1:
+        return SpecError("both hook.json and hook.yaml exist: keep one")
+    return present[0] if present else None
+
+
+def load_hook(
+    source: Path, kind: str, home: Home, runners: RunnerTable, settings: Settings
+) -> Hook:
+    """Read, decode and validate one spec file; SpecErrors says everything that is wrong."""
+    data, _ = read_capped(source)
+    document = decode_document(data, kind)
+    context = ParseContext(home=home, hook_dir=source.parent, settings=settings)
+    return parse_hook(document, source=source, runners=runners, context=context)
+
+
+def problems_of(error: SpecError, path: str, hook_id: str | None) -> list[Problem]:
+    errors = error.errors if isinstance(error, SpecErrors) else [error]
+    return [Problem(path, item.message, item.location, hook_id) for item in errors]
+
+
+def scan_hooks(
+    home: Home, runners: RunnerTable, settings: Settings, only: Iterable[str] | None = None
+) -> tuple[dict[str, Hook], list[Problem]]:
+    """Load every hook directory under ``home/hooks`` (or the ids in ``only``)."""
+    hooks: dict[str, Hook] = {}
+    problems: list[Problem] = []
+    try:
+        names = sorted(os.listdir(home.hooks_dir)) if only is None else sorted(only)
+    except FileNotFoundError:
+        return hooks, problems
+    for name in names:
+        if name.startswith("."):
+            continue
+        directory = home.hooks_dir / name
+        if not directory.is_dir():
+            continue
+        found = spec_file_of(directory)
+        if found is None:
+            continue
+        if isinstance(found, SpecError):
+            problems.append(Problem(home.relative(directory), found.message, None, name))
+            continue
+        source, kind = found
+        try:
+            hooks[name] = load_hook(source, kind, home, runners, settings)
+        except SpecError as exc:
+            problems += problems_of(exc, home.relative(source), name)
+    return hooks, problems

@@ -1,0 +1,178 @@
+"""What an action runner is, what it receives for one fire, and how runners claim spec keys."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
+import attrs
+
+from hookbus.errors import PluginError
+
+if TYPE_CHECKING:
+    from hookbus.decision import Outcome
+    from hookbus.home import Home
+    from hookbus.settings import Settings
+    from hookbus.spec import Hook
+
+
+@attrs.frozen
+class ParseContext:
+    """What a runner may look at while validating its options."""
+
+    home: Home
+    hook_dir: Path
+    settings: Settings
+
+
+class Runner(Protocol):
+    """Runs the action of hooks whose spec uses one of the keys it registered."""
+
+    def parse(self, key: str, value: object, context: ParseContext) -> object:
+        """Validate ``value`` (the JSON under ``key``) and return the options ``run`` gets.
+
+        Raise ``SpecError`` with a location relative to the value (``"$.url"``); the
+        loader reports it under the key (``"$.http.url"``).
+        """
+        ...
+
+    def run(self, call: HookCall) -> Outcome:
+        """Run one fire and say what it decided. Never raise for a failing action:
+        return ``Outcome.fail_open(error)``. Honour ``call.deadline`` and ``call.cancel``.
+        """
+        ...
+
+
+class CancelToken:
+    """Lets ``close()`` stop a running hook: runners register how to kill what they started."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._reason is not None
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    def cancel(self, reason: str) -> None:
+        with self._lock:
+            if self._reason is not None:
+                return
+            self._reason = reason
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` on cancel (at once if already cancelled); returns an unregister."""
+        with self._lock:
+            if self._reason is None:
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+@attrs.frozen
+class HookCall:
+    """One fire of one hook, as its runner receives it."""
+
+    hook: Hook
+    event: str
+    #: The embedder's fields, untouched, plus ``hook_event_name``.
+    envelope: Mapping[str, Any]
+    #: ``envelope`` encoded once per emit as JSON plus a newline: what goes on stdin.
+    payload: bytes
+    #: ``time.monotonic()`` by which the run must be over.
+    deadline: float
+    home: Home
+    cancel: CancelToken = attrs.field(factory=CancelToken)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The process environment plus HOOKBUS_HOOK_ID, HOOKBUS_HOOK_DIR and HOOKBUS_EVENT."""
+        env = dict(os.environ)
+        env["HOOKBUS_HOOK_ID"] = self.hook.id
+        env["HOOKBUS_HOOK_DIR"] = str(self.hook.directory)
+        env["HOOKBUS_EVENT"] = self.event
+        env["HOOKBUS_HOME"] = str(self.home.root)
+        if extra:
+            env.update(extra)
+        return env
+
+    def working_directory(self) -> Path:
+        """The spec's cwd: ``""`` is the envelope's cwd if it exists, else the hook's directory;
+        ``~`` and ``$VARS`` are expanded; a relative path is taken from the hook's directory.
+        """
+        configured = self.hook.spec.cwd
+        if not configured:
+            envelope_cwd = self.envelope.get("cwd")
+            if isinstance(envelope_cwd, str) and envelope_cwd and os.path.isdir(envelope_cwd):
+                return Path(envelope_cwd)
+            return self.hook.directory
+        expanded = Path(os.path.expanduser(os.path.expandvars(configured)))
+        return expanded if expanded.is_absolute() else self.hook.directory / expanded
+
+
+@attrs.frozen
+class RunnerEntry:
+    key: str
+    runner: Runner
+    plugin: str
+
+
+class RunnerTable:
+    """Every spec key some plugin registered, and which plugin did."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, RunnerEntry] = {}
+
+    def registration_for(self, plugin: str) -> RunnerRegistration:
+        return RunnerRegistration(self, plugin)
+
+    def _add(self, key: str, runner: Runner, plugin: str) -> None:
+        existing = self._entries.get(key)
+        if existing is not None and existing.plugin != plugin:
+            raise PluginError(
+                f"spec key {key!r} is claimed by two plugins: {existing.plugin!r} and "
+                f"{plugin!r}; block one with HOOKBUS_DISABLE_PLUGINS"
+            )
+        self._entries[key] = RunnerEntry(key, runner, plugin)
+
+    def get(self, key: str) -> RunnerEntry | None:
+        return self._entries.get(key)
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(self._entries)
+
+    def entries(self) -> tuple[RunnerEntry, ...]:
+        return tuple(self._entries.values())
+
+
+class RunnerRegistration:
+    """The ``register`` object a plugin's ``hookbus_register_runners`` receives."""
+
+    def __init__(self, table: RunnerTable, plugin: str) -> None:
+        self._table = table
+        self.plugin = plugin
+
+    def add(self, key: str, runner: Runner) -> None:
+        """Make ``"<key>": ...`` in a hook spec run through ``runner``."""
+        if not key or not isinstance(key, str):
+            raise PluginError(f"plugin {self.plugin!r} registered an empty runner key")
+        self._table._add(key, runner, self.plugin)

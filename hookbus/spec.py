@@ -1,0 +1,263 @@
+"""The hook spec (hook.json / hook.yaml): its model, its defaults, and every check it gets."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from hookbus.converter import json_type_name, structure
+from hookbus.durations import parse_duration
+from hookbus.errors import SpecError, SpecErrors, reroot
+from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
+from hookbus.matching import Matcher, compile_matcher
+
+if TYPE_CHECKING:
+    from hookbus.runners import ParseContext, Runner, RunnerTable
+
+Mode = Literal["sync", "async"]
+MODES: tuple[str, ...] = ("sync", "async")
+DEFAULT_SYNC_TIMEOUT = "5s"
+DEFAULT_ASYNC_TIMEOUT = "10m"
+
+#: Who provides the action keys users are likely to write, for "no runner" messages.
+KNOWN_PROVIDERS: dict[str, str] = {
+    "command": "the built-in plugin 'command' (module hookbus_command)",
+    "workflow": "the built-in plugin 'workflow' (module hookbus_workflow)",
+    "workflow_id": "the built-in plugin 'workflow' (module hookbus_workflow)",
+    "prompt": "the built-in plugin 'prompt' (module hookbus_prompt)",
+    "http": "the plugin 'http' (pip install hookbus-http)",
+}
+#: Keys that are mutually exclusive spellings of one action, with a message of their own.
+EXCLUSIVE_PAIRS: tuple[tuple[str, str], ...] = (("workflow_id", "workflow"),)
+
+
+@attrs.frozen
+class Trigger:
+    event: str
+    matcher: str = ""
+
+
+@attrs.frozen
+class _SpecFields:
+    """Every field of hook.json except the action, as cattrs structures it."""
+
+    trigger: Trigger
+    id: str | None = None
+    name: str = ""
+    enabled: bool = True
+    mode: str = "async"
+    blocking: bool = False
+    cwd: str = ""
+    timeout: str | None = None
+    created_by: str = ""
+
+
+SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(_SpecFields))
+TRIGGER_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(Trigger))
+
+
+@attrs.frozen
+class HookSpec:
+    """A valid hook spec: the fields of the file, defaults applied, and its one action."""
+
+    id: str
+    trigger: Trigger
+    action_key: str
+    #: The JSON value under ``action_key``, as written.
+    action: Any
+    name: str = ""
+    enabled: bool = True
+    mode: Mode = "async"
+    blocking: bool = False
+    cwd: str = ""
+    timeout: str = DEFAULT_ASYNC_TIMEOUT
+    created_by: str = ""
+
+
+@attrs.frozen
+class Hook:
+    """A loaded hook: its spec, where it lives, and what a load could precompute."""
+
+    spec: HookSpec
+    directory: Path
+    source: Path
+    matcher: Matcher
+    #: Seconds, from ``spec.timeout``.
+    timeout: float
+    runner: Runner = attrs.field(eq=False, repr=False)
+    runner_plugin: str = ""
+    #: What the runner's ``parse`` returned.
+    options: Any = attrs.field(default=None, eq=False)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def event(self) -> str:
+        return self.spec.trigger.event
+
+    @property
+    def is_sync(self) -> bool:
+        return self.spec.mode == "sync"
+
+
+def _suggest(name: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _unknown_keys(keys: list[str], allowed: tuple[str, ...], location: str) -> list[SpecError]:
+    return [SpecError(f"unknown field {key!r}{_suggest(key, allowed)}", location) for key in keys]
+
+
+def _is_action_key(key: str, runners: RunnerTable) -> bool:
+    return key not in SPEC_FIELDS and (runners.get(key) is not None or key in KNOWN_PROVIDERS)
+
+
+def _check_actions(
+    document: dict[str, Any], runners: RunnerTable
+) -> tuple[str | None, list[SpecError]]:
+    """The one action key of ``document``, or the errors that say why there isn't one."""
+    candidates = [key for key in document if _is_action_key(key, runners)]
+    for first, second in EXCLUSIVE_PAIRS:
+        if first in candidates and second in candidates:
+            message = f"{first} and {second} are mutually exclusive: keep one"
+            return None, [SpecError(message, f"$.{second}")]
+    if len(candidates) > 1:
+        names = ", ".join(candidates)
+        return None, [SpecError(f"more than one action ({names}): a hook runs exactly one", "$")]
+    if not candidates:
+        keys = list(dict.fromkeys(["command", "workflow_id", "workflow", "prompt", *runners.keys()]))
+        return None, [SpecError(f"no action: set exactly one of {', '.join(keys)}", "$")]
+    key = candidates[0]
+    if runners.get(key) is None:
+        provider = KNOWN_PROVIDERS[key]
+        message = (
+            f"no runner for {key!r}: it is provided by {provider}, which is not installed "
+            "or is disabled (see `hookbus plugins`)"
+        )
+        return None, [SpecError(message, f"$.{key}")]
+    return key, []
+
+
+def _check_semantics(fields: _SpecFields, directory_name: str) -> list[SpecError]:
+    errors: list[SpecError] = []
+    event = fields.trigger.event
+    info = EVENTS.get(event)
+    if info is None:
+        errors.append(
+            SpecError(
+                f"unknown event {event!r}{_suggest(event, EVENT_NAMES)}; "
+                f"events are {', '.join(EVENT_NAMES)}",
+                "$.trigger.event",
+            )
+        )
+    matcher = fields.trigger.matcher
+    if info is not None and info.matcher_field is None and matcher not in ("", "*"):
+        errors.append(
+            SpecError(f"{event} has no matcher field: remove the matcher", "$.trigger.matcher")
+        )
+    else:
+        try:
+            compile_matcher(matcher)
+        except SpecError as exc:
+            errors.append(exc)
+    if fields.mode not in MODES:
+        errors.append(SpecError(f'mode must be "sync" or "async", got {fields.mode!r}', "$.mode"))
+    if fields.blocking and fields.mode != "sync":
+        errors.append(SpecError('blocking needs "mode": "sync"', "$.blocking"))
+    if fields.blocking and info is not None and not info.can_block:
+        errors.append(
+            SpecError(
+                f"{event} cannot block: only {', '.join(BLOCKING_EVENTS)} can",
+                "$.blocking",
+            )
+        )
+    if fields.timeout is not None:
+        try:
+            parse_duration(fields.timeout)
+        except ValueError as exc:
+            errors.append(SpecError(str(exc), "$.timeout"))
+    if fields.id is not None and fields.id != directory_name:
+        errors.append(
+            SpecError(
+                f"id {fields.id!r} differs from its directory name {directory_name!r}: "
+                "rename one so they match",
+                "$.id",
+            )
+        )
+    return errors
+
+
+def parse_hook(
+    document: Any,
+    *,
+    source: Path,
+    runners: RunnerTable,
+    context: ParseContext,
+) -> Hook:
+    """Validate a decoded hook document into a Hook; SpecErrors lists everything wrong."""
+    if not isinstance(document, dict):
+        raise SpecErrors(
+            [SpecError(f"expected an object at the top level, got {json_type_name(document)}")]
+        )
+    action_key, errors = _check_actions(document, runners)
+    base = {key: value for key, value in document.items() if key in SPEC_FIELDS}
+    errors += _unknown_keys(
+        [key for key in document if key not in SPEC_FIELDS and not _is_action_key(key, runners)],
+        SPEC_FIELDS + runners.keys(),
+        "$",
+    )
+    trigger = base.get("trigger")
+    if isinstance(trigger, dict):
+        unknown = [key for key in trigger if key not in TRIGGER_FIELDS]
+        errors += _unknown_keys(unknown, TRIGGER_FIELDS, "$.trigger")
+        base["trigger"] = {k: v for k, v in trigger.items() if k in TRIGGER_FIELDS}
+    fields: _SpecFields | None = None
+    try:
+        fields = structure(base, _SpecFields)
+    except SpecErrors as exc:
+        errors += exc.errors
+    if fields is not None:
+        errors += _check_semantics(fields, source.parent.name)
+    options: Any = None
+    entry = runners.get(action_key) if action_key else None
+    if entry is not None and action_key is not None:
+        try:
+            options = entry.runner.parse(action_key, document[action_key], context)
+        except SpecErrors as exc:
+            errors += [SpecError(e.message, reroot(e.location, f"$.{action_key}")) for e in exc.errors]
+        except SpecError as exc:
+            errors.append(SpecError(exc.message, reroot(exc.location, f"$.{action_key}")))
+    if errors or fields is None or entry is None or action_key is None:
+        raise SpecErrors(errors or [SpecError("invalid hook spec")])
+    timeout = fields.timeout or (
+        DEFAULT_SYNC_TIMEOUT if fields.mode == "sync" else DEFAULT_ASYNC_TIMEOUT
+    )
+    spec = HookSpec(
+        id=fields.id or source.parent.name,
+        trigger=fields.trigger,
+        action_key=action_key,
+        action=document[action_key],
+        name=fields.name,
+        enabled=fields.enabled,
+        mode="sync" if fields.mode == "sync" else "async",
+        blocking=fields.blocking,
+        cwd=fields.cwd,
+        timeout=timeout,
+        created_by=fields.created_by,
+    )
+    return Hook(
+        spec=spec,
+        directory=source.parent,
+        source=source,
+        matcher=compile_matcher(fields.trigger.matcher),
+        timeout=parse_duration(timeout),
+        runner=entry.runner,
+        runner_plugin=entry.plugin,
+        options=options,
+    )

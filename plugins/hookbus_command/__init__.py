@@ -1,0 +1,54 @@
+"""The ``command`` runner: ``bash -c COMMAND`` with the envelope on stdin.
+
+It decides by the spec's command contract (``hookbus.contract.outcome_from_command``):
+exit 0 with nothing, text or a JSON decision; exit 2 to deny; anything else fails open.
+"""
+
+from __future__ import annotations
+
+from hookbus import hookimpl
+from hookbus.contract import outcome_from_command
+from hookbus.converter import json_type_name
+from hookbus.decision import Outcome
+from hookbus.errors import SpecError
+from hookbus.process import MAX_OUTPUT_BYTES, run_bash
+from hookbus.runners import HookCall, ParseContext, RunnerRegistration
+
+
+class CommandRunner:
+    """Runs ``"command": "..."`` hooks."""
+
+    def parse(self, key: str, value: object, context: ParseContext) -> str:
+        if not isinstance(value, str):
+            raise SpecError(f"expected a string (a bash command), got {json_type_name(value)}")
+        if not value.strip():
+            raise SpecError("the command is empty")
+        return value
+
+    def run(self, call: HookCall) -> Outcome:
+        result = run_bash(
+            call.hook.options,
+            input=call.payload,
+            cwd=call.working_directory(),
+            env=call.environment(),
+            deadline=call.deadline,
+            cancel=call.cancel,
+        )
+        if result.spawn_error:
+            return Outcome.fail_open(result.spawn_error)
+        if result.cancelled:
+            return Outcome.fail_open(call.cancel.reason or "cancelled")
+        if result.timed_out:
+            return Outcome.fail_open(f"timed out after {call.hook.spec.timeout}")
+        if result.overflow:
+            limit = MAX_OUTPUT_BYTES // (1024 * 1024)
+            return Outcome.fail_open(
+                f"{result.overflow} went over {limit} MiB; the hook was killed"
+            )
+        assert result.returncode is not None
+        return outcome_from_command(result.returncode, result.stdout, result.stderr)
+
+
+@hookimpl
+def hookbus_register_runners(register: RunnerRegistration) -> None:
+    register.add("command", CommandRunner())

@@ -1,0 +1,97 @@
+"""The audit log: ``logs/hooks/<YYYY-MM-DD>.jsonl``, one whole line per ``os.write``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import deque
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from hookbus.records import RunRecord
+
+logger = logging.getLogger("hookbus")
+
+
+def log_path(logs_dir: Path, at: str) -> Path:
+    """The file of the UTC day of ``at`` (an RFC 3339 UTC timestamp)."""
+    return logs_dir / f"{at[:10]}.jsonl"
+
+
+def today(logs_dir: Path) -> Path:
+    return logs_dir / f"{datetime.now(timezone.utc):%Y-%m-%d}.jsonl"
+
+
+class LogAppender:
+    """Keeps one O_APPEND descriptor per log file; a line is written with one call, so lines
+    from several processes never interleave."""
+
+    def __init__(self) -> None:
+        self._fds: dict[Path, int] = {}
+
+    def append(self, path: Path, entry: dict[str, object]) -> None:
+        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode()
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._open(path)
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+
+    def _open(self, path: Path) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A new day: yesterday's file is done with.
+        for old in [p for p in self._fds if p.parent == path.parent]:
+            os.close(self._fds.pop(old))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._fds[path] = fd
+        return fd
+
+    def close_dir(self, logs_dir: Path) -> None:
+        for path in [p for p in self._fds if p.parent == logs_dir]:
+            os.close(self._fds.pop(path))
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+def iter_records(path: Path) -> Iterator[RunRecord]:
+    """The records of one log file; a torn or foreign line is skipped with a warning."""
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        logger.warning("cannot read %s: %s", path, exc.strerror)
+        return
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                entry = json.loads(raw)
+                if not isinstance(entry, dict):
+                    raise ValueError("not an object")
+                record = RunRecord.from_log_entry(entry)
+            except ValueError as exc:
+                logger.warning("%s:%d: skipped a line that is not a record (%s)", path, number, exc)
+                continue
+            yield record
+
+
+def read_records(logs_dir: Path, hook_id: str | None, limit: int | None) -> list[RunRecord]:
+    """Records of ``hook_id`` (all hooks when None), oldest first, the last ``limit`` of them."""
+    try:
+        files = sorted(logs_dir.glob("*.jsonl"), reverse=True)
+    except OSError:
+        return []
+    collected: list[RunRecord] = []
+    for path in files:  # newest day first, so a limit stops early
+        found: deque[RunRecord] = deque(maxlen=limit)
+        for record in iter_records(path):
+            if hook_id is None or record.hook_id == hook_id:
+                found.append(record)
+        collected = [*found, *collected]
+        if limit is not None and len(collected) >= limit:
+            return collected[-limit:]
+    return collected

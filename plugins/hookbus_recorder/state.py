@@ -1,0 +1,88 @@
+"""``hooks/<id>/state.json``: read-modify-write under a lock, replaced atomically."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from hookbus.records import RunRecord
+
+STATE_NAME = "state.json"
+RECENT_RUNS = 10
+_temp_counter = itertools.count()
+
+
+def read_state(hook_dir: Path) -> dict[str, Any]:
+    """The current state of a hook; empty when there is none or it is unreadable."""
+    try:
+        with open(hook_dir / STATE_NAME, "rb") as handle:
+            state = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def write_atomically(directory: Path, name: str, document: dict[str, Any]) -> None:
+    """Temp file in the same directory, fsync, rename: readers see old or new, never torn.
+
+    The temp name starts with a dot so the hooks-directory watcher ignores it.
+    """
+    temp = directory / f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
+    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, directory / name)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+class _DirectoryLock:
+    """An exclusive flock on the hook directory itself: serialises writers across processes
+    without adding a lock file."""
+
+    def __init__(self, directory: Path) -> None:
+        self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # closing the descriptor releases the lock
+
+
+def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
+    """Add fires to a hook's state.json, keeping the last ten in ``recent_runs``.
+
+    Keys other writers own (a load error, say) are kept as they are.
+    """
+    runs = list(runs)
+    if not runs or not hook_dir.is_dir():
+        return  # a deleted hook has no state to keep; the log still has the fire
+    with _DirectoryLock(hook_dir):
+        state = read_state(hook_dir)
+        recent = state.get("recent_runs")
+        recent = recent if isinstance(recent, list) else []
+        recent = [*recent, *(run.state_run() for run in runs)][-RECENT_RUNS:]
+        last = runs[-1]
+        state.update(
+            last_fired_at=last.at,
+            last_status=last.status,
+            last_error=last.error,
+            recent_runs=recent,
+        )
+        write_atomically(hook_dir, STATE_NAME, state)

@@ -1,0 +1,47 @@
+"""The built-in resolver: deny > modify > context > allow.
+
+- Context from every hook is joined in hook-id order, whichever behavior wins.
+- Several denies: the reason lists each, prefixed by the hook that denied.
+- Several modifies: the first in hook-id order wins; the others are superseded, and the
+  log says so for each of them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from hookbus import hookimpl
+from hookbus.decision import ALLOW, Decision, HookResult
+
+
+def _deny_reason(result: HookResult) -> str:
+    reason = result.outcome.reason
+    return f"hook {result.hook_id!r} denied: {reason}" if reason else f"hook {result.hook_id!r} denied"
+
+
+def resolve(results: Sequence[HookResult]) -> Decision:
+    ordered = sorted(results, key=lambda result: result.hook_id)
+    contexts = [r.outcome.context for r in ordered if r.outcome.context]
+    context = "\n\n".join(contexts) if contexts else None
+    denies = [r for r in ordered if r.outcome.behavior == "deny"]
+    if denies:
+        return Decision(
+            "deny",
+            reason="\n".join(_deny_reason(r) for r in denies),
+            context=context,
+            denied_by=tuple(r.hook_id for r in denies),
+        )
+    modifies = [r for r in ordered if r.outcome.behavior == "modify"]
+    if modifies:
+        winner = modifies[0]
+        return Decision(
+            "modify", input=winner.outcome.input, context=context, modified_by=winner.hook_id
+        )
+    if context is not None:
+        return Decision("context", context=context)
+    return ALLOW
+
+
+@hookimpl(trylast=True)
+def hookbus_resolve(event: str, results: Sequence[HookResult]) -> Decision:
+    return resolve(results)
