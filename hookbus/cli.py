@@ -47,9 +47,12 @@ def _read_envelope(source: str | None) -> dict[str, Any]:
     return envelope
 
 
-def _open_bus(args: argparse.Namespace) -> HookBus:
+def _open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
+    """The bus of ``--home``. ``quiet``: the verb prints load problems itself."""
     from hookbus.bus import HookBus
 
+    if quiet:
+        logging.getLogger("hookbus").setLevel(logging.ERROR)
     return HookBus(args.home)
 
 
@@ -78,7 +81,7 @@ def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _open_bus(args) as bus:
+    with _open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
         rows = [("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE")]
         for hook in snapshot.hooks.values():
@@ -115,7 +118,7 @@ def _print_table(rows: Sequence[Sequence[str]]) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    with _open_bus(args) as bus:
+    with _open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
         wanted = set(args.ids)
         problems = [
@@ -168,7 +171,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         line = json.dumps(record.log_entry(), ensure_ascii=False) if args.json else format_record(record)
         print(line, flush=True)
 
-    with _open_bus(args) as bus:
+    with _open_bus(args, quiet=True) as bus:
         for record in bus.read_runs(args.hook, args.limit):
             show(record)
         if args.follow:
@@ -279,7 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hookbus.errors import HookBusError
 
     try:
-        result: int = args.func(args)
+        result = args.func(args)
+        assert isinstance(result, int)
         return result
     except (UsageError, HookBusError) as exc:
         print(f"hookbus {args.verb}: {exc}", file=sys.stderr)

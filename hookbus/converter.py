@@ -70,12 +70,14 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict(float, (int, float)))
 
     def attrs_class_hook(cls: type) -> Callable[[object, object], Any]:
-        generated = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+        generated: Callable[[Any, Any], Any] = make_dict_structure_fn(
+            cls, converter, _cattrs_forbid_extra_keys=True
+        )
 
         def structure(value: object, target: object) -> object:
             if not isinstance(value, Mapping):
                 raise TypeError(f"expected an object, got {json_type_name(value)}")
-            return generated(value, target)  # type: ignore[arg-type]
+            return generated(value, target)
 
         return structure
 

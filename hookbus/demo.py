@@ -1,0 +1,195 @@
+"""``hookbus demo``: the whole story on a throwaway home, in one screen.
+
+It writes the spec's example hooks (and a few more) into a temporary home, plays one
+agent-loop turn through a HookBus, and prints each decision, a state.json and the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hookbus.bus import HookBus
+from hookbus.cli import format_record
+from hookbus.home import Home
+
+_BLOCK_ENV_SCRIPT = r"""#!/usr/bin/env bash
+# Deny writes to .env files. The envelope arrives on stdin as compact JSON.
+path=$(sed -n 's/.*"path":"\([^"]*\)".*/\1/p')
+case "$path" in
+  *.env|.env) echo "writing $path could leak secrets; put settings in config.toml" >&2; exit 2 ;;
+esac
+exit 0
+"""
+
+_SANDBOX_SCRIPT = r"""import json, sys
+# Rewrite writes under /etc/ into ./sandbox/: a modify decision replaces the tool's input.
+envelope = json.load(sys.stdin)
+tool_input = envelope.get("tool_input", {})
+path = tool_input.get("path", "")
+if path.startswith("/etc/"):
+    print(json.dumps({"behavior": "modify", "input": {**tool_input, "path": "sandbox" + path}}))
+"""
+
+
+def _hooks(python: str) -> dict[str, dict[str, Any]]:
+    return {
+        "block-env-writes": {
+            "id": "block-env-writes",
+            "name": "Block .env writes",
+            "enabled": True,
+            "trigger": {"event": "PreToolUse", "matcher": "write_file|edit_file"},
+            "mode": "sync",
+            "blocking": True,
+            "command": '"$HOOKBUS_HOOK_DIR/script.sh"',
+            "timeout": "5s",
+            "created_by": "agent:demo",
+        },
+        "sandbox-etc": {
+            "id": "sandbox-etc",
+            "trigger": {"event": "PreToolUse", "matcher": "write_file"},
+            "mode": "sync",
+            "blocking": True,
+            "command": f'{shlex.quote(python)} "$HOOKBUS_HOOK_DIR/rewrite.py"',
+        },
+        "project-notes": {
+            "id": "project-notes",
+            "trigger": {"event": "ThreadStart", "matcher": "startup"},
+            "mode": "sync",
+            "command": "echo 'This project runs its tests with: make test'",
+        },
+        "prompt-style": {
+            "id": "prompt-style",
+            "trigger": {"event": "UserPromptSubmit"},
+            "mode": "sync",
+            "command": """echo '{"behavior": "context", "context": "The user prefers short answers."}'""",
+        },
+        "format-after-write": {
+            "id": "format-after-write",
+            "trigger": {"event": "PostToolUse", "matcher": "write_file|edit_file"},
+            "mode": "sync",
+            "command": "echo \"formatted $(sed -n 's/.*\"path\":\"\\([^\"]*\\)\".*/\\1/p')\"",
+        },
+        "turn-counter": {
+            "id": "turn-counter",
+            "trigger": {"event": "Stop"},
+            "command": 'n=$(cat "$HOOKBUS_HOOK_DIR/turns" 2>/dev/null || echo 0); '
+            'echo $((n + 1)) > "$HOOKBUS_HOOK_DIR/turns"',
+        },
+        "subagent-done": {
+            "id": "subagent-done",
+            "enabled": True,
+            "mode": "async",
+            "trigger": {"event": "SubagentStop"},
+            "command": "printf '%s finished\\n' \"$(sed -n 's/.*\"agent_type\":\"\\([^\"]*\\)\".*/\\1/p')\" "
+            '>> "$HOOKBUS_HOME/subagents.log"',
+        },
+        "broken": {
+            "id": "broken",
+            "trigger": {"event": "PostToolUse"},
+            "blocking": True,
+            "command": "true",
+        },
+    }
+
+
+def write_demo_home(root: Path) -> Home:
+    """Write the demo's hooks under ``root`` and return its Home."""
+    home = Home(root)
+    for hook_id, spec in _hooks(sys.executable).items():
+        directory = home.hook_dir(hook_id)
+        directory.mkdir(parents=True, mode=0o755)
+        (directory / "hook.json").write_text(json.dumps(spec, indent=2) + "\n")
+    script = home.hook_dir("block-env-writes") / "script.sh"
+    script.write_text(_BLOCK_ENV_SCRIPT)
+    script.chmod(0o755)
+    (home.hook_dir("sandbox-etc") / "rewrite.py").write_text(_SANDBOX_SCRIPT)
+    return home
+
+
+_STEPS: list[tuple[str, dict[str, Any]]] = [
+    ("ThreadStart", {"source": "startup"}),
+    ("UserPromptSubmit", {"prompt": "Add a config file for the API key"}),
+    ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": ".env", "content": "KEY=1"}}),
+    ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "/etc/motd", "content": "hi"}}),
+    ("PostToolUse", {"tool_name": "write_file", "tool_input": {"path": "sandbox/etc/motd"}}),
+    ("Stop", {}),
+    ("SubagentStop", {"agent_type": "reviewer", "agent_id": "a1"}),
+    ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": ".env"}, "origin": "vix"}),
+]
+
+
+def _describe(event: str, envelope: dict[str, Any]) -> str:
+    parts = [event]
+    for key in ("tool_name", "source", "agent_type"):
+        if key in envelope:
+            parts.append(str(envelope[key]))
+    if "tool_input" in envelope:
+        parts.append(str(envelope["tool_input"].get("path")))
+    if "prompt" in envelope:
+        parts.append(repr(envelope["prompt"][:20] + "..."))
+    if envelope.get("origin") == "vix":
+        parts.append("(origin vix)")
+    return " ".join(parts)
+
+
+def _print_state(state: dict[str, Any]) -> None:
+    for key, value in state.items():
+        if key != "recent_runs":
+            print(f'  "{key}": {json.dumps(value)},')
+    print('  "recent_runs": [')
+    for run in state.get("recent_runs", []):
+        print(f"    {json.dumps(run)},")
+    print("  ]")
+
+
+def run_demo(keep: bool = False) -> int:
+    root = Path(tempfile.mkdtemp(prefix="hookbus-demo-"))
+    try:
+        home = write_demo_home(root)
+        common = {"thread_id": "t-demo", "cwd": str(root), "model": "demo/model", "origin": "user",
+                  "vix_bin": "vix", "socket_path": "/tmp/vixd.sock"}
+        print(f"hookbus demo: {len(_hooks(''))} example hooks in a throwaway home, {root}\n")
+        logging.getLogger("hookbus").setLevel(logging.ERROR)  # problems are printed below
+        with HookBus(root) as bus:
+            skipped = sorted({problem.hook_id or problem.path for problem in bus.problems})
+            print(f"loaded {len(bus.snapshot.hooks)} hooks; skipped {len(skipped)}, with the reason:")
+            for problem in bus.problems:
+                print(f"  {problem}")
+            print("\none agent turn, event by event:")
+            for number, (event, envelope) in enumerate(_STEPS, start=1):
+                decision = bus.emit(event, {**common, **envelope})
+                detail = decision.reason or ""
+                if decision.input is not None:
+                    detail = f"input -> {json.dumps(decision.input)}"
+                if decision.context:
+                    detail = (detail + "  " if detail else "") + f"context: {decision.context!r}"
+                if envelope.get("origin") == "vix":
+                    detail = "recursion guard: no hook fires in a vix-initiated thread"
+                elif decision.behavior == "allow" and not detail:
+                    detail = "(async hooks run in the background)"
+                print(f"  {number}. {_describe(event, envelope):<42} -> {decision.behavior:<7} {detail}")
+        # close() waited for the async hooks and flushed every record.
+        print(f"\nsubagents.log (written by the async hook subagent-done): "
+              f"{(root / 'subagents.log').read_text().strip()!r}")
+        state_path = home.hook_dir("block-env-writes") / "state.json"
+        print(f"\n{home.relative(state_path)} (written after every fire):")
+        _print_state(json.loads(state_path.read_text()))
+        logs = sorted(home.logs_dir.glob("*.jsonl"))
+        print(f"\n{home.relative(logs[-1])} (one line per fire; `hookbus log` shows it like this):")
+        with HookBus(root) as reader:
+            for record in reader.read_runs():
+                print(f"  {format_record(record)}")
+        print("\nTry it on your own home: hookbus validate, hookbus list, hookbus log, hookbus emit.")
+        if keep:
+            print(f"kept the demo home: hookbus list --home {root}")
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
