@@ -1,0 +1,118 @@
+"""Shared fixtures: a real home on disk, hook writers, buses that are always closed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from hookbus import HookBus
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    root = tmp_path / "home"
+    (root / "hooks").mkdir(parents=True)
+    return root
+
+
+HookWriter = Callable[..., Path]
+
+
+@pytest.fixture
+def write_hook(home: Path) -> HookWriter:
+    """``write_hook("id", command="...", event="PreToolUse", mode="sync", ...)``.
+
+    Keyword arguments become hook.json fields; ``event`` and ``matcher`` make the trigger;
+    ``raw=`` writes that text verbatim; ``files={"script.sh": "..."}`` adds files.
+    """
+
+    def write(
+        hook_id: str,
+        *,
+        raw: str | bytes | None = None,
+        event: str = "PreToolUse",
+        matcher: str | None = None,
+        name: str = "hook.json",
+        files: dict[str, str] | None = None,
+        **fields: Any,
+    ) -> Path:
+        directory = home / "hooks" / hook_id
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / name
+        if raw is None:
+            trigger: dict[str, Any] = {"event": event}
+            if matcher is not None:
+                trigger["matcher"] = matcher
+            spec: dict[str, Any] = {"id": hook_id, "trigger": trigger, **fields}
+            raw = json.dumps(spec)
+        if isinstance(raw, str):
+            raw = raw.encode()
+        temp = path.with_name(f".{path.name}.tmp")
+        temp.write_bytes(raw)
+        os.replace(temp, path)
+        for file_name, content in (files or {}).items():
+            target = directory / file_name
+            target.write_text(content)
+            target.chmod(0o755)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def make_bus(home: Path) -> Iterator[Callable[..., HookBus]]:
+    """Build buses on ``home`` (or another root); every one is closed at teardown."""
+    buses: list[HookBus] = []
+
+    def make(root: Path | None = None, **options: Any) -> HookBus:
+        bus = HookBus(root or home, **options)
+        buses.append(bus)
+        return bus
+
+    yield make
+    for bus in buses:
+        bus.close()
+
+
+def read_log(home: Path) -> list[dict[str, Any]]:
+    """Every line of every log file of ``home``, parsed."""
+    entries: list[dict[str, Any]] = []
+    for path in sorted((home / "logs" / "hooks").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            entries.append(json.loads(line))
+    return entries
+
+
+def read_state(home: Path, hook_id: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((home / "hooks" / hook_id / "state.json").read_text())
+    return result
+
+
+def live_processes_in_group(pgid: int) -> list[int]:
+    """Pids of processes in group ``pgid`` that are alive (zombies are dead: nobody here
+    reaps orphans, so they linger)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state ppid pgrp ...
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            alive.append(int(entry))
+    return alive
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
