@@ -173,6 +173,12 @@ class RunnerRegistration:
 
     def add(self, key: str, runner: Runner) -> None:
         """Make ``"<key>": ...`` in a hook spec run through ``runner``."""
+        from hookbus.spec import SPEC_FIELDS
+
         if not key or not isinstance(key, str):
             raise PluginError(f"plugin {self.plugin!r} registered an empty runner key")
+        if key in SPEC_FIELDS:
+            raise PluginError(
+                f"plugin {self.plugin!r} cannot register runner key {key!r}: it is a hook field"
+            )
         self._table._add(key, runner, self.plugin)

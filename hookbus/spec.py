@@ -110,8 +110,17 @@ def _suggest(name: str, choices: tuple[str, ...] | list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _unknown_keys(keys: list[str], allowed: tuple[str, ...], location: str) -> list[SpecError]:
-    return [SpecError(f"unknown field {key!r}{_suggest(key, allowed)}", location) for key in keys]
+def _unknown_keys(
+    keys: list[str], allowed: tuple[str, ...], location: str, plugin_hint: bool = False
+) -> list[SpecError]:
+    errors = []
+    for key in keys:
+        hint = _suggest(key, allowed)
+        if not hint and plugin_hint:
+            # With no action at all, a stray key is most likely a missing plugin's action.
+            hint = ": not a hook field, and no installed plugin runs it as an action (see `hookbus plugins`)"
+        errors.append(SpecError(f"unknown field {key!r}{hint}", location))
+    return errors
 
 
 def _is_action_key(key: str, runners: RunnerTable) -> bool:
@@ -207,11 +216,9 @@ def parse_hook(
         )
     action_key, errors = _check_actions(document, runners)
     base = {key: value for key, value in document.items() if key in SPEC_FIELDS}
-    errors += _unknown_keys(
-        [key for key in document if key not in SPEC_FIELDS and not _is_action_key(key, runners)],
-        SPEC_FIELDS + runners.keys(),
-        "$",
-    )
+    unknown = [key for key in document if key not in SPEC_FIELDS and not _is_action_key(key, runners)]
+    has_action = any(_is_action_key(key, runners) for key in document)
+    errors += _unknown_keys(unknown, SPEC_FIELDS + runners.keys(), "$", plugin_hint=not has_action)
     trigger = base.get("trigger")
     if isinstance(trigger, dict):
         unknown = [key for key in trigger if key not in TRIGGER_FIELDS]
