@@ -35,7 +35,8 @@ def outcome_from_object(decision: dict[str, Any]) -> Outcome:
         reason = decision.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise DecisionError('JSON decision: "reason" must be a string')
-        return Outcome("deny", reason=cap_text(reason.strip()) if reason else None)
+        reason = reason.strip() if reason else None
+        return Outcome("deny", reason=cap_text(reason) if reason else None)
     if behavior == "modify":
         new_input = decision.get("input")
         if not isinstance(new_input, dict):

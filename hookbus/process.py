@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -108,8 +109,9 @@ def run_process(
 
 
 def _describe_spawn_error(exc: OSError, argv: Sequence[str], cwd: Path) -> str:
-    if exc.errno == errno.ENOENT and not cwd.is_dir():
-        return f"could not start: working directory {cwd} does not exist"
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not cwd.is_dir():
+        problem = "is not a directory" if os.path.lexists(cwd) else "does not exist"
+        return f"could not start: working directory {cwd} {problem}"
     return f"could not start {argv[0]}: {exc.strerror or exc}"
 
 
@@ -146,13 +148,21 @@ class _Supervision:
         self.overflow: str | None = None
         self.poller = select.poll()
         self.pidfd = _open_pidfd(self.pid)
+        # Guards the group id: once the child is reaped, a late cancel must not signal it.
+        self.reap_lock = threading.Lock()
+        self.reaped = False
+        self.killed_by_cancel = False
+
+    def _kill_on_cancel(self) -> None:
+        with self.reap_lock:
+            if not self.reaped:
+                self.killed_by_cancel = True
+                signal_group(self.pid, signal.SIGKILL)
 
     def run(self) -> ProcessResult:
         # Registered before anything can block, so close() can always reach this group.
         forget_cancel = (
-            self.cancel.on_cancel(lambda: signal_group(self.pid, signal.SIGKILL))
-            if self.cancel is not None
-            else None
+            self.cancel.on_cancel(self._kill_on_cancel) if self.cancel is not None else None
         )
         timed_out = False
         try:
@@ -173,14 +183,18 @@ class _Supervision:
         finally:
             if forget_cancel is not None:
                 forget_cancel()
-            self.proc.wait()
+            with self.reap_lock:
+                self.reaped = True
+                if not _has_exited(self.pid):  # only on an unexpected error above
+                    signal_group(self.pid, signal.SIGKILL)
+                self.proc.wait()
             self._close()
         return ProcessResult(
             self.proc.returncode,
             b"".join(self.chunks["stdout"]),
             b"".join(self.chunks["stderr"]),
             timed_out=timed_out,
-            cancelled=self.cancel is not None and self.cancel.cancelled,
+            cancelled=self.killed_by_cancel,
             overflow=self.overflow,
         )
 
