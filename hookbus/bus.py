@@ -23,7 +23,7 @@ from hookbus.errors import (
 )
 from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
 from hookbus.home import Home
-from hookbus.plugins import PluginInfo, build_plugin_manager, build_runner_table
+from hookbus.plugins import build_plugin_manager, build_runner_table, each_implementation
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
 from hookbus.registry import Snapshot, scan_hooks
 from hookbus.reporting import ReportOnce
@@ -101,7 +101,11 @@ class HookBus:
         self._closed = False
         self._generation = 0
         self._snapshot = self._build_snapshot()
-        self._plugins.hook.hookbus_startup(bus=self)
+        for plugin, call in each_implementation(self._plugins.hook.hookbus_startup, bus=self):
+            try:
+                call()
+            except Exception:
+                logger.exception("plugin %r failed to start", plugin)
 
     # -- loading ----------------------------------------------------------------------
 
@@ -405,10 +409,10 @@ class HookBus:
 
     def _record(self, record: RunRecord) -> None:
         """Hand a record to every recorder; one that raises is reported once and skipped."""
-        for implementation in self._plugins.hook.hookbus_record.get_hookimpls():
-            key = f"recorder {implementation.plugin_name!r}"
+        for plugin, call in each_implementation(self._plugins.hook.hookbus_record, bus=self, record=record):
+            key = f"recorder {plugin!r}"
             try:
-                implementation.function(bus=self, record=record)
+                call()
             except Exception as exc:
                 self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}")
             else:
@@ -445,11 +449,11 @@ class HookBus:
         for pool in (self._async_pool, self._sync_pool):
             if pool is not None:
                 pool.shutdown(wait=not self._async_jobs)
-        for implementation in self._plugins.hook.hookbus_shutdown.get_hookimpls():
+        for plugin, call in each_implementation(self._plugins.hook.hookbus_shutdown, bus=self):
             try:
-                implementation.function(bus=self)
+                call()
             except Exception:
-                logger.exception("plugin %r failed to shut down", implementation.plugin_name)
+                logger.exception("plugin %r failed to shut down", plugin)
 
     @property
     def closed(self) -> bool:

@@ -172,23 +172,39 @@ def cmd_log(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     with _open_bus(args, quiet=True) as bus:
-        for record in bus.read_runs(args.hook, args.limit):
+        # Sizes are taken before the history is read, so a fire landing in between is
+        # printed by the follow loop rather than lost; `shown` keeps it from printing twice.
+        offsets = _log_sizes(bus) if args.follow else {}
+        history = bus.read_runs(args.hook, args.limit)
+        for record in history:
             show(record)
         if args.follow:
-            _follow(bus, args.hook, show)
+            shown = {_identity(record) for record in history}
+            _follow(bus, args.hook, offsets, shown, show)
     return 0
 
 
-def _follow(bus: HookBus, hook_id: str | None, show: Callable[[RunRecord], None]) -> None:
-    """Print records as they are appended to the log, until interrupted."""
+def _identity(record: RunRecord) -> str:
+    return json.dumps(record.log_entry(), sort_keys=True)
+
+
+def _log_sizes(bus: HookBus) -> dict[str, int]:
+    return {str(path): path.stat().st_size for path in bus.home.logs_dir.glob("*.jsonl")}
+
+
+def _follow(
+    bus: HookBus,
+    hook_id: str | None,
+    offsets: dict[str, int],
+    shown: set[str],
+    show: Callable[[RunRecord], None],
+) -> None:
+    """Print records as they are appended to today's log, until interrupted."""
     import time
     from datetime import datetime, timezone
 
     from hookbus.records import RunRecord
 
-    offsets: dict[str, int] = {}
-    for path in bus.home.logs_dir.glob("*.jsonl"):
-        offsets[str(path)] = path.stat().st_size
     try:
         while True:
             path = bus.home.logs_dir / f"{datetime.now(timezone.utc):%Y-%m-%d}.jsonl"
@@ -204,6 +220,9 @@ def _follow(bus: HookBus, hook_id: str | None, show: Callable[[RunRecord], None]
                 try:
                     record = RunRecord.from_log_entry(json.loads(raw))
                 except ValueError:
+                    continue
+                if _identity(record) in shown:
+                    shown.discard(_identity(record))
                     continue
                 if hook_id is None or record.hook_id == hook_id:
                     show(record)

@@ -30,15 +30,25 @@ def parse_duration(text: str, allow_zero: bool = False) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """A short Go-style rendering: ``830µs``, ``12.4ms``, ``1.503s``, ``2m5s``."""
+    """A short Go-style rendering that ``parse_duration`` reads back: ``830µs``, ``12.4ms``,
+    ``1.503s``, ``2m5s``."""
     if seconds < 1e-3:
         return f"{seconds * 1e6:.0f}µs"
     if seconds < 1.0:
-        return f"{seconds * 1e3:.3g}ms"
+        return _trim(f"{seconds * 1e3:.{_decimals(seconds * 1e3)}f}") + "ms"
     if seconds < 60.0:
-        return f"{seconds:.4g}s"
-    minutes, rest = divmod(seconds, 60.0)
+        return _trim(f"{seconds:.3f}") + "s"
+    minutes, rest = divmod(round(seconds), 60)
     if minutes < 60:
-        return f"{minutes:.0f}m{rest:.0f}s"
-    hours, minutes = divmod(minutes, 60.0)
-    return f"{hours:.0f}h{minutes:.0f}m{rest:.0f}s"
+        return f"{minutes}m{rest}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes}m{rest}s"
+
+
+def _decimals(value: float) -> int:
+    """Decimals for three significant digits, without ever switching to exponent form."""
+    return 2 if value < 10 else 1 if value < 100 else 0
+
+
+def _trim(number: str) -> str:
+    return number.rstrip("0").rstrip(".") if "." in number else number

@@ -5,10 +5,11 @@ The built-in runners, resolver and recorder are found the same way as a third pa
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import attrs
 import pluggy
@@ -101,11 +102,19 @@ def _module_of(plugin: object) -> str:
     return str(module or type(plugin).__module__)
 
 
+def each_implementation(caller: Any, **kwargs: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """One call per implementation of a hook, in pluggy's order, so that the caller can
+    isolate them: ``(plugin name, call)``. Each gets only the arguments it asks for, as
+    pluggy would pass them."""
+    for implementation in reversed(caller.get_hookimpls()):
+        arguments = {name: kwargs[name] for name in implementation.argnames}
+        yield implementation.plugin_name, functools.partial(implementation.function, **arguments)
+
+
 def build_runner_table(manager: pluggy.PluginManager) -> RunnerTable:
     """Ask every plugin for its runners; a key claimed twice raises PluginError."""
     table = RunnerTable()
-    caller: Any = manager.hook.hookbus_register_runners
-    for implementation in caller.get_hookimpls():
+    for implementation in manager.hook.hookbus_register_runners.get_hookimpls():
         try:
             implementation.function(register=table.registration_for(implementation.plugin_name))
         except PluginError:

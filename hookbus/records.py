@@ -48,6 +48,9 @@ class RunRecord:
 
     def log_entry(self) -> dict[str, Any]:
         """The JSON line of the audit log."""
+        # The rendered duration derives from the stored milliseconds, so reading a line back
+        # and writing it again gives the same line.
+        duration_ms = round(self.duration * 1000, 3)
         entry: dict[str, Any] = {
             "at": self.at,
             "hook_id": self.hook_id,
@@ -55,8 +58,8 @@ class RunRecord:
             "mode": self.mode,
             "status": self.status,
             "error": self.error,
-            "duration": format_duration(self.duration),
-            "duration_ms": round(self.duration * 1000, 3),
+            "duration": format_duration(duration_ms / 1000),
+            "duration_ms": duration_ms,
         }
         for key in ("thread_id", "decision", "note"):
             value = getattr(self, key)

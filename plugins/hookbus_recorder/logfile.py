@@ -6,7 +6,6 @@ import json
 import logging
 import os
 from collections import deque
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -18,10 +17,6 @@ logger = logging.getLogger("hookbus")
 def log_path(logs_dir: Path, at: str) -> Path:
     """The file of the UTC day of ``at`` (an RFC 3339 UTC timestamp)."""
     return logs_dir / f"{at[:10]}.jsonl"
-
-
-def today(logs_dir: Path) -> Path:
-    return logs_dir / f"{datetime.now(timezone.utc):%Y-%m-%d}.jsonl"
 
 
 class LogAppender:
@@ -45,8 +40,9 @@ class LogAppender:
         # A new day: yesterday's file is done with.
         for old in [p for p in self._fds if p.parent == path.parent]:
             os.close(self._fds.pop(old))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._fds[path] = fd
+        _end_torn_line(fd)
         return fd
 
     def close_dir(self, logs_dir: Path) -> None:
@@ -57,6 +53,14 @@ class LogAppender:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+
+
+def _end_torn_line(fd: int) -> None:
+    """A crash mid-write leaves a line without its newline: end it, so the next record is
+    not glued onto it (the torn line itself is skipped by readers)."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        os.write(fd, b"\n")
 
 
 def iter_records(path: Path) -> Iterator[RunRecord]:
