@@ -41,14 +41,7 @@ class Outcome:
 
     def as_dict(self) -> dict[str, Any]:
         """The decision part as the JSON contract spells it, null keys left out."""
-        return _compact(
-            {
-                "behavior": self.behavior,
-                "reason": self.reason,
-                "input": self.input,
-                "context": self.context,
-            }
-        )
+        return _decision_dict(self)
 
 
 @attrs.frozen
@@ -74,18 +67,17 @@ class Decision:
 
     def as_dict(self) -> dict[str, Any]:
         """``{"behavior", "reason", "input", "context"}`` with null keys left out."""
-        return _compact(
-            {
-                "behavior": self.behavior,
-                "reason": self.reason,
-                "input": self.input,
-                "context": self.context,
-            }
-        )
+        return _decision_dict(self)
 
 
 ALLOW = Decision()
 
 
-def _compact(values: dict[str, Any]) -> dict[str, Any]:
+def _decision_dict(decision: Outcome | Decision) -> dict[str, Any]:
+    values = {
+        "behavior": decision.behavior,
+        "reason": decision.reason,
+        "input": decision.input,
+        "context": decision.context,
+    }
     return {key: value for key, value in values.items() if value is not None}
