@@ -10,7 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from os import PathLike
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hookbus.decision import ALLOW, Decision, HookResult, Outcome
 from hookbus.errors import (
@@ -25,11 +25,15 @@ from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
 from hookbus.home import Home
 from hookbus.plugins import build_plugin_manager, build_runner_table, each_implementation
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
-from hookbus.registry import Snapshot, scan_hooks
+from hookbus.loader import HookLoader
+from hookbus.registry import Snapshot
 from hookbus.reporting import ReportOnce
 from hookbus.runners import CancelToken, HookCall
-from hookbus.settings import load_settings
+from hookbus.settings import Settings
 from hookbus.spec import Hook
+
+if TYPE_CHECKING:
+    from hookbus.watch import ChangeSet, HomeWatcher
 
 logger = logging.getLogger("hookbus")
 
@@ -37,6 +41,8 @@ logger = logging.getLogger("hookbus")
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
 #: How long past its own timeout a runner may take before the bus stops waiting for it.
 RUNNER_GRACE_SECONDS = 1.0
+#: How long HookBus(watch=True) waits for the watch to be in place before it returns.
+WATCH_READY_SECONDS = 5.0
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
 
 
@@ -81,8 +87,6 @@ class HookBus:
         async_workers: int = 8,
         shutdown_timeout: float = SHUTDOWN_TIMEOUT_SECONDS,
     ) -> None:
-        if watch:
-            raise HookBusError("watch=True is not available yet: call bus.reload() after edits")
         self.home = Home.resolve(home)
         self.async_workers = async_workers
         self.shutdown_timeout = shutdown_timeout
@@ -99,30 +103,106 @@ class HookBus:
         self._async_pool: ThreadPoolExecutor | None = None
         self._sync_pool: ThreadPoolExecutor | None = None
         self._closed = False
-        self._generation = 0
-        self._snapshot = self._build_snapshot()
+        self._loader = HookLoader(self.home, self.runners)
+        self._reload_lock = threading.Lock()
+        self._published = threading.Condition()
+        self._load_errors: dict[str, str | None] = {}
+        self._snapshot = Snapshot.build({}, Settings(), (), generation=0)
         for plugin, call in each_implementation(self._plugins.hook.hookbus_startup, bus=self):
             try:
                 call()
             except Exception:
                 logger.exception("plugin %r failed to start", plugin)
+        self._apply(settings=True, rescan=True, force=True)
+        self._watcher: HomeWatcher | None = None
+        if watch:
+            from hookbus.watch import HomeWatcher
+
+            self._watcher = HomeWatcher(self.home, self._on_change)
+            self._watcher.start()
+            if not self._watcher.wait_ready(WATCH_READY_SECONDS):
+                logger.error("the hookbus watcher is not ready after %ss; changes may be late", WATCH_READY_SECONDS)
 
     # -- loading ----------------------------------------------------------------------
 
-    def _build_snapshot(self) -> Snapshot:
-        settings, problems = load_settings(self.home)
-        hooks, hook_problems = scan_hooks(self.home, self.runners, settings)
-        problems += hook_problems
-        for problem in problems:
-            logger.warning("skipped %s", problem)
-        self._generation += 1
-        return Snapshot.build(hooks, settings, problems, self._generation)
+    def _on_change(self, change: ChangeSet) -> None:
+        if change.rescan:
+            logger.info("rescanning %s: %s", self.home.hooks_dir, change.rescan)
+        self._apply(
+            hook_ids=change.hook_ids,
+            settings=change.settings,
+            rescan=bool(change.rescan) or change.config,
+            force=change.config,
+        )
+
+    def _apply(
+        self,
+        hook_ids: frozenset[str] = frozenset(),
+        settings: bool = False,
+        rescan: bool = False,
+        force: bool = False,
+    ) -> None:
+        """Reload what changed and publish a new snapshot whole, under the reload lock.
+
+        Settings feed every hook's validation (strict modes, plugin options), so a settings
+        change re-reads every hook; a rescan re-reads those whose stat changed.
+        """
+        with self._reload_lock:
+            events = []
+            if settings:
+                events += self._loader.load_settings()
+                force = True
+            if rescan or force:
+                events += self._loader.scan(force=force)
+            else:
+                events += self._loader.reload(hook_ids)
+            snapshot = self._loader.snapshot(self._snapshot.generation + 1)
+            with self._published:
+                self._snapshot = snapshot
+                self._published.notify_all()
+            for event in events:
+                level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO
+                logger.log(level, "%s", event)
+            self._record_load_errors()
+
+    def _record_load_errors(self) -> None:
+        """Tell recorders about load errors that appeared or went away (state.json's last_error)."""
+        current = self._loader.load_errors()
+        changed = {
+            hook_id: error
+            for hook_id, error in current.items()
+            if self._load_errors.get(hook_id, "unknown") != error
+        }
+        self._load_errors = current
+        if not changed:
+            return
+        for plugin, call in each_implementation(
+            self._plugins.hook.hookbus_record_load_errors, bus=self, errors=changed
+        ):
+            try:
+                call()
+            except Exception as exc:
+                self._report.failed(f"recorder {plugin!r}", f"recorder {plugin!r} raised {type(exc).__name__}: {exc}")
 
     def reload(self) -> Snapshot:
-        """Rescan the home and swap the new snapshot in whole."""
-        with self._lock:
-            self._snapshot = self._build_snapshot()
-            return self._snapshot
+        """Re-read settings and every hook now, and swap the new snapshot in whole."""
+        self._apply(settings=True, rescan=True, force=True)
+        return self._snapshot
+
+    def wait_for_reload(self, since: int | None = None, timeout: float = 5.0) -> bool:
+        """Wait until a reload newer than generation ``since`` is in effect (default: the
+        generation now). Take ``since = bus.generation`` before changing files, then wait:
+        False means nothing reloaded within ``timeout`` seconds.
+        """
+        if self._watcher is not None:
+            self._watcher.ensure_running()
+        target = self.generation if since is None else since
+        with self._published:
+            return self._published.wait_for(lambda: self._snapshot.generation > target, timeout)
+
+    @property
+    def watching(self) -> bool:
+        return self._watcher is not None and self._watcher.alive
 
     @property
     def snapshot(self) -> Snapshot:
@@ -187,6 +267,8 @@ class HookBus:
         return await loop.run_in_executor(None, self._fire, event, envelope or {}, hooks)
 
     def _fire(self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook]) -> Decision:
+        if self._watcher is not None:
+            self._watcher.ensure_running()
         with self._lock:
             if self._closed:
                 raise BusClosedError("emit on a closed HookBus")
@@ -434,6 +516,8 @@ class HookBus:
             if self._closed:
                 return
             self._closed = True
+        if self._watcher is not None:
+            self._watcher.stop()
         bound = self.shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + bound
         with self._lock:

@@ -83,6 +83,7 @@ def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
 def cmd_list(args: argparse.Namespace) -> int:
     with _open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
+        stale = {problem.hook_id for problem in snapshot.problems if problem.kept_last_good}
         rows = [("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE")]
         for hook in snapshot.hooks.values():
             spec = hook.spec
@@ -92,6 +93,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             if last and last.error:
                 last_text += f" ({last.error[:60]})"
             state = "enabled" if spec.enabled else "disabled"
+            if hook.id in stale:
+                state += " (last good version)"
             rows.append(
                 (hook.id, spec.trigger.event, spec.trigger.matcher or "*", mode,
                  spec.action_key, state, last_text)
@@ -104,7 +107,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         if reason:
             print(f"\nall hooks are off: {reason}")
         if snapshot.problems:
-            print("\nskipped (run `hookbus validate` for details):")
+            print("\nproblems (skipped files, or a broken file whose last good version runs):")
             for problem in snapshot.problems:
                 print(f"  {problem}")
     return 0
@@ -134,7 +137,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 failed = True
         for problem in problems:
             print(problem)
-        valid = [hook_id for hook_id in snapshot.hooks if not wanted or hook_id in wanted]
+        broken = {problem.hook_id for problem in problems}
+        valid = [
+            hook_id
+            for hook_id in snapshot.hooks
+            if (not wanted or hook_id in wanted) and hook_id not in broken
+        ]
         for hook_id in valid:
             print(f"ok  hooks/{hook_id}")
     return 1 if failed else 0
@@ -231,6 +239,41 @@ def _follow(
         return
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Run a watching bus in the foreground, printing each load, reload, skip and error."""
+    import signal
+    import threading
+
+    from hookbus.bus import HookBus
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", "%H:%M:%S"))
+    log = logging.getLogger("hookbus")
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    bus = HookBus(args.home, watch=True)
+    try:
+        snapshot = bus.snapshot
+        print(
+            f"watching {bus.home} ({len(snapshot.hooks)} hooks loaded, "
+            f"{len(snapshot.problems)} problems); Ctrl-C to stop",
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            bus.wait_for_reload(timeout=0)  # notices and restarts a dead watcher
+    finally:
+        bus.close()
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from hookbus.demo import run_demo
 
@@ -285,6 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
     log.add_argument("--json", action="store_true", help="print the raw JSON lines")
     log.set_defaults(func=cmd_log)
+
+    watch = verbs.add_parser(
+        "watch",
+        parents=[common],
+        help="hot-reload the hooks in the foreground, printing every load, skip and error",
+        description="Run the bus with its watcher and print one line for each load, reload, "
+        "removal, skip and error, with the reason. Ctrl-C stops it.",
+    )
+    watch.set_defaults(func=cmd_watch)
 
     demo = verbs.add_parser("demo", help="play an agent loop against example hooks in a throwaway home")
     demo.add_argument("--keep", action="store_true", help="keep the throwaway home and print its path")

@@ -75,7 +75,10 @@ class Problem:
     location: str | None = None
     #: The hook the problem belongs to, when it is known.
     hook_id: str | None = None
+    #: The hook's previous, valid version stays in effect until the file is fixed.
+    kept_last_good: bool = False
 
     def __str__(self) -> str:
         where = f" @ {self.location}" if self.location else ""
-        return f"{self.path}: {self.message}{where}"
+        kept = " (its last good version stays in effect)" if self.kept_last_good else ""
+        return f"{self.path}: {self.message}{where}{kept}"

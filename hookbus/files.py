@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from hookbus.errors import SpecError
 
@@ -22,9 +25,18 @@ def read_capped(path: Path, cap: int = MAX_SPEC_BYTES) -> tuple[bytes, os.stat_r
     what is checked is what is read, even if the path is swapped in between.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         raise SpecError(_describe_os_error(exc), None) from None
+    return _read_descriptor(fd, cap)
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _read_descriptor(fd: int, cap: int) -> tuple[bytes, os.stat_result]:
+    """Read a whole regular file from ``fd`` (which this closes), refusing anything bigger
+    than ``cap``."""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -48,11 +60,77 @@ def read_capped(path: Path, cap: int = MAX_SPEC_BYTES) -> tuple[bytes, os.stat_r
         os.close(fd)
 
 
-def _describe_os_error(exc: OSError) -> str:
-    import errno
+class LoadError(SpecError):
+    """A whole file or directory cannot be loaded; ``path`` says which."""
 
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(message, None)
+        self.path = path
+
+
+@attrs.frozen
+class SpecFile:
+    """A hook's spec as read, with the fstat of the directory and the file it came from."""
+
+    path: Path
+    kind: str
+    data: bytes
+    file_stat: os.stat_result
+    dir_stat: os.stat_result
+
+
+def read_spec_file(
+    directory: Path, names: tuple[tuple[str, str], ...], cap: int = MAX_SPEC_BYTES
+) -> SpecFile | None:
+    """Read the one spec file of a hook directory; None when it has none.
+
+    The directory is opened first (O_NOFOLLOW) and the file opened relative to it, so
+    neither can be swapped for a symlink between the check and the read.
+    """
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(directory):
+            raise LoadError(directory, "is a symbolic link; hook directories are not followed through links") from None
+        if exc.errno == errno.ENOTDIR:
+            return None
+        raise LoadError(directory, f"cannot open: {exc.strerror or exc}") from None
+    try:
+        dir_stat = os.fstat(dir_fd)
+        found: list[tuple[str, str, int]] = []
+        try:
+            for name, kind in names:
+                try:
+                    found.append((name, kind, os.open(name, _READ_FLAGS, dir_fd=dir_fd)))
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise LoadError(directory / name, _describe_os_error(exc)) from None
+            if len(found) > 1:
+                present = " and ".join(name for name, _, _ in found)
+                raise LoadError(directory, f"both {present} exist: keep one")
+        except BaseException:
+            for _, _, fd in found:
+                os.close(fd)
+            raise
+        if not found:
+            return None
+        name, kind, fd = found[0]
+        path = directory / name
+        try:
+            data, file_stat = _read_descriptor(fd, cap)
+        except SpecError as exc:
+            raise LoadError(path, exc.message) from None
+        return SpecFile(path, kind, data, file_stat, dir_stat)
+    finally:
+        os.close(dir_fd)
+
+
+def _describe_os_error(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
-        return "is a symbolic link; hook files are not followed through links"
+        return "is a symbolic link; hook files are not followed through links (copy the file instead)"
     if exc.errno == errno.ENOENT:
         return "file disappeared while being read"
     return f"cannot read: {exc.strerror or exc}"

@@ -43,6 +43,15 @@ def hookbus_record(bus: HookBus, record: RunRecord) -> None:
     """
 
 
+@hookspec
+def hookbus_record_load_errors(bus: HookBus, errors: Mapping[str, str | None]) -> None:
+    """Hooks whose spec stopped loading (id -> the error) or loads again (id -> None).
+
+    Only changes are passed. The built-in recorder keeps the error in the hook's
+    state.json (``last_error`` and ``load_error``) until the file loads again.
+    """
+
+
 @hookspec(firstresult=True)
 def hookbus_read_runs(
     bus: HookBus, hook_id: str | None, limit: int | None

@@ -1,4 +1,4 @@
-"""Loading the hooks directory into an immutable, event-indexed Snapshot.
+"""The immutable, event-indexed Snapshot of the loaded hooks.
 
 A Snapshot is never changed after it is built: a reload builds a new one and the bus
 swaps it in with one assignment, so an emit in flight keeps the one it started with.
@@ -6,21 +6,16 @@ swaps it in with one assignment, so an emit in flight keeps the one it started w
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 import attrs
 
-from hookbus.errors import Problem, SpecError, SpecErrors
+from hookbus.errors import Problem
 from hookbus.events import EVENTS
-from hookbus.files import decode_document, read_capped
-from hookbus.home import Home
-from hookbus.runners import ParseContext, RunnerTable
 from hookbus.settings import Settings
-from hookbus.spec import Hook, parse_hook
+from hookbus.spec import Hook
 
 SPEC_NAMES: tuple[tuple[str, str], ...] = (("hook.json", "json"), ("hook.yaml", "yaml"))
 
@@ -107,56 +102,3 @@ class Snapshot:
             problems=tuple(problems),
             generation=generation,
         )
-
-
-def spec_file_of(directory: Path) -> tuple[Path, str] | SpecError | None:
-    """The spec file in a hook directory and its format; None when there is none."""
-    present = [(directory / name, kind) for name, kind in SPEC_NAMES if os.path.lexists(directory / name)]
-    if len(present) > 1:
-        return SpecError("both hook.json and hook.yaml exist: keep one")
-    return present[0] if present else None
-
-
-def load_hook(
-    source: Path, kind: str, home: Home, runners: RunnerTable, settings: Settings
-) -> Hook:
-    """Read, decode and validate one spec file; SpecErrors says everything that is wrong."""
-    data, _ = read_capped(source)
-    document = decode_document(data, kind)
-    context = ParseContext(home=home, hook_dir=source.parent, settings=settings)
-    return parse_hook(document, source=source, runners=runners, context=context)
-
-
-def problems_of(error: SpecError, path: str, hook_id: str | None) -> list[Problem]:
-    errors = error.errors if isinstance(error, SpecErrors) else [error]
-    return [Problem(path, item.message, item.location, hook_id) for item in errors]
-
-
-def scan_hooks(
-    home: Home, runners: RunnerTable, settings: Settings, only: Iterable[str] | None = None
-) -> tuple[dict[str, Hook], list[Problem]]:
-    """Load every hook directory under ``home/hooks`` (or the ids in ``only``)."""
-    hooks: dict[str, Hook] = {}
-    problems: list[Problem] = []
-    try:
-        names = sorted(os.listdir(home.hooks_dir)) if only is None else sorted(only)
-    except FileNotFoundError:
-        return hooks, problems
-    for name in names:
-        if name.startswith("."):
-            continue
-        directory = home.hooks_dir / name
-        if not directory.is_dir():
-            continue
-        found = spec_file_of(directory)
-        if found is None:
-            continue
-        if isinstance(found, SpecError):
-            problems.append(Problem(home.relative(directory), found.message, None, name))
-            continue
-        source, kind = found
-        try:
-            hooks[name] = load_hook(source, kind, home, runners, settings)
-        except SpecError as exc:
-            problems += problems_of(exc, home.relative(source), name)
-    return hooks, problems

@@ -16,6 +16,7 @@ import attrs
 from hookbus.errors import Problem, SpecError
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
+from hookbus.permissions import STRICT_MODES_SETTING
 
 _TRUTHY = {"1", "true", "yes", "on"}
 
@@ -26,6 +27,8 @@ class Settings:
 
     #: settings.json ``{"features": {"hooks": false}}`` turns every hook off.
     hooks_feature: bool = True
+    #: settings.json ``"hooks_strict_modes": false`` loads group/other-writable hook files.
+    strict_modes: bool = True
     #: ``VIX_DISABLE_HOOKS=1`` in the environment turns every hook off.
     disabled_by_env: bool = False
     #: The whole document, for plugins that own keys of their own.
@@ -73,8 +76,13 @@ def load_settings(home: Home) -> tuple[Settings, list[Problem]]:
             hooks_feature = features["hooks"]
         else:
             problems.append(Problem(shown, "expected true or false", "$.features.hooks"))
+    strict_modes = document.get(STRICT_MODES_SETTING, True)
+    if not isinstance(strict_modes, bool):
+        problems.append(Problem(shown, "expected true or false", f"$.{STRICT_MODES_SETTING}"))
+        strict_modes = True
     settings = Settings(
         hooks_feature=hooks_feature,
+        strict_modes=strict_modes,
         disabled_by_env=disabled_by_env,
         raw=MappingProxyType(document),
     )

@@ -5,7 +5,7 @@ Records are written by a background thread (see ``writer``); ``hookbus_shutdown`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from hookbus import hookimpl
 from hookbus.durations import parse_duration
@@ -13,7 +13,7 @@ from hookbus.records import RunRecord
 
 from hookbus_recorder.logfile import read_records
 from hookbus_recorder.state import RECENT_RUNS, read_state
-from hookbus_recorder.writer import RecordWriter
+from hookbus_recorder.writer import LoadErrors, RecordWriter
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
@@ -37,6 +37,11 @@ def hookbus_shutdown(bus: HookBus) -> None:
 @hookimpl
 def hookbus_record(bus: HookBus, record: RunRecord) -> None:
     writer.submit(bus.home, record)
+
+
+@hookimpl
+def hookbus_record_load_errors(bus: HookBus, errors: Mapping[str, str | None]) -> None:
+    writer.submit(bus.home, LoadErrors(dict(errors)))
 
 
 @hookimpl

@@ -6,6 +6,7 @@ import fcntl
 import itertools
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -71,7 +72,7 @@ def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
     Keys other writers own (a load error, say) are kept as they are.
     """
     runs = list(runs)
-    if not runs or not hook_dir.is_dir():
+    if not runs or not _is_real_directory(hook_dir):
         return  # a deleted hook has no state to keep; the log still has the fire
     with _DirectoryLock(hook_dir):
         state = read_state(hook_dir)
@@ -82,7 +83,37 @@ def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
         state.update(
             last_fired_at=last.at,
             last_status=last.status,
-            last_error=last.error,
+            # While the spec file is broken, its last good version fires: say so still.
+            last_error=last.error or state.get("load_error"),
             recent_runs=recent,
         )
         write_atomically(hook_dir, STATE_NAME, state)
+
+
+def set_load_error(hook_dir: Path, error: str | None) -> None:
+    """Show why a hook's spec does not load (``load_error``, and ``last_error``), or clear it
+    once it loads again. Writes nothing when nothing changes."""
+    if not _is_real_directory(hook_dir):
+        return  # never write through a symlinked (refused) hook directory
+    with _DirectoryLock(hook_dir):
+        state = read_state(hook_dir)
+        previous = state.get("load_error")
+        if error is None:
+            if previous is None:
+                return
+            del state["load_error"]
+            if state.get("last_error") == previous:
+                state["last_error"] = None
+        else:
+            if previous == error and state.get("last_error") == error:
+                return
+            state["load_error"] = error
+            state["last_error"] = error
+        write_atomically(hook_dir, STATE_NAME, state)
+
+
+def _is_real_directory(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False

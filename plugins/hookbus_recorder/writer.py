@@ -11,20 +11,29 @@ import threading
 import time
 from collections import defaultdict, deque
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
+
+import attrs
 
 from hookbus.home import Home
 from hookbus.records import RunRecord
 from hookbus.reporting import ReportOnce
 
 from hookbus_recorder.logfile import LogAppender, log_path
-from hookbus_recorder.state import append_runs
+from hookbus_recorder.state import append_runs, set_load_error
+
+
+@attrs.frozen
+class LoadErrors:
+    """Queued beside records, so state.json sees load errors and fires in order."""
+
+    errors: Mapping[str, str | None]
 
 
 class RecordWriter:
     def __init__(self) -> None:
         self._condition = threading.Condition()
-        self._queue: deque[tuple[Home, RunRecord]] = deque()
+        self._queue: deque[tuple[Home, RunRecord | LoadErrors]] = deque()
         self._submitted = 0
         self._written = 0
         self._users = 0
@@ -55,7 +64,7 @@ class RecordWriter:
                 self._stopping = False
                 self._appender.close()
 
-    def submit(self, home: Home, record: RunRecord) -> None:
+    def submit(self, home: Home, record: RunRecord | LoadErrors) -> None:
         with self._condition:
             self._queue.append((home, record))
             self._submitted += 1
@@ -96,9 +105,18 @@ class RecordWriter:
                 self._written += len(batch)
                 self._condition.notify_all()
 
-    def _write(self, batch: list[tuple[Home, RunRecord]]) -> None:
+    def _write(self, batch: list[tuple[Home, RunRecord | LoadErrors]]) -> None:
         by_hook: dict[Path, list[RunRecord]] = defaultdict(list)
         for home, record in batch:
+            if isinstance(record, LoadErrors):
+                self._write_runs(by_hook)  # keep the order of runs and load errors
+                for hook_id, error in record.errors.items():
+                    hook_dir = home.hook_dir(hook_id)
+                    self._guard(
+                        f"writing {hook_dir / 'state.json'}",
+                        lambda: set_load_error(hook_dir, error),
+                    )
+                continue
             self._guard(
                 f"writing the hook log in {home.logs_dir}",
                 lambda: self._appender.append(
@@ -106,10 +124,14 @@ class RecordWriter:
                 ),
             )
             by_hook[home.hook_dir(record.hook_id)].append(record)
+        self._write_runs(by_hook)
+
+    def _write_runs(self, by_hook: dict[Path, list[RunRecord]]) -> None:
         for hook_dir, runs in by_hook.items():
             self._guard(
                 f"writing {hook_dir / 'state.json'}", lambda: append_runs(hook_dir, runs)
             )
+        by_hook.clear()
 
     def _guard(self, what: str, action: Callable[[], None]) -> None:
         try:

@@ -1,0 +1,221 @@
+"""Loading hook directories incrementally, keeping each hook's last good version.
+
+The loader remembers every hook directory it has seen. A reload re-reads only the
+directories it is told about (or, on a rescan, those whose stat changed) and keeps the
+last valid version of a hook whose file has become invalid, until the file is valid again.
+It is not thread-safe: the bus calls it under its reload lock.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Literal
+
+import attrs
+
+from hookbus.errors import Problem, SpecError, SpecErrors
+from hookbus.files import LoadError, SpecFile, decode_document, read_spec_file
+from hookbus.home import Home
+from hookbus.permissions import check_permissions
+from hookbus.registry import SPEC_NAMES, Snapshot
+from hookbus.runners import ParseContext, RunnerTable
+from hookbus.settings import Settings, load_settings
+from hookbus.spec import Hook, parse_hook
+
+ChangeKind = Literal["loaded", "reloaded", "removed", "skipped", "kept", "warning", "settings"]
+
+
+@attrs.frozen
+class LoadEvent:
+    """One thing a load did, as ``hookbus watch`` prints it."""
+
+    kind: ChangeKind
+    subject: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.subject}" + (f": {self.detail}" if self.detail else "")
+
+
+@attrs.frozen
+class HookState:
+    """What the loader knows of one hook directory."""
+
+    #: The stat of the directory and its spec files when last read.
+    signature: tuple[int, ...]
+    #: The hook in effect: the file's current version, or its last good one.
+    hook: Hook | None
+    #: Why the file as it is on disk is not in effect.
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def error_text(self) -> str | None:
+        return "; ".join(str(problem) for problem in self.problems) or None
+
+
+def is_ignored_name(name: str) -> bool:
+    """Editor temporaries and backups, and anything hidden: never a hook or its spec."""
+    return (
+        name.startswith(".")
+        or name.endswith(("~", ".swp", ".swx", ".tmp"))
+        or (name.startswith("#") and name.endswith("#"))
+    )
+
+
+def _signature(directory: Path) -> tuple[int, ...]:
+    parts: list[int] = []
+    for path in (directory, *(directory / name for name, _ in SPEC_NAMES)):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            parts += (0, 0, 0, 0, 0, 0)
+            continue
+        parts += (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
+    return tuple(parts)
+
+
+class HookLoader:
+    """Turns the hooks directory into Snapshots, one reload at a time."""
+
+    def __init__(self, home: Home, runners: RunnerTable) -> None:
+        self.home = home
+        self.runners = runners
+        self.settings = Settings()
+        self.settings_problems: list[Problem] = []
+        self.root_problem: Problem | None = None
+        self.states: dict[str, HookState] = {}
+
+    # -- what is loaded -----------------------------------------------------------------
+
+    def snapshot(self, generation: int) -> Snapshot:
+        hooks = {hook_id: state.hook for hook_id, state in self.states.items() if state.hook}
+        problems = list(self.settings_problems)
+        if self.root_problem is not None:
+            problems.append(self.root_problem)
+        for state in self.states.values():
+            problems += state.problems
+        return Snapshot.build(hooks, self.settings, problems, generation)
+
+    def load_errors(self) -> dict[str, str | None]:
+        """Each hook's current load error (None when its file loads)."""
+        return {hook_id: state.error_text for hook_id, state in self.states.items()}
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load_settings(self) -> list[LoadEvent]:
+        before = self.settings
+        self.settings, self.settings_problems = load_settings(self.home)
+        events = [LoadEvent("skipped", str(problem)) for problem in self.settings_problems]
+        if before.hooks_enabled != self.settings.hooks_enabled:
+            state = "off: " + (self.settings.disabled_reason or "") if not self.settings.hooks_enabled else "on"
+            events.append(LoadEvent("settings", "hooks", state))
+        return events
+
+    def scan(self, force: bool = False) -> list[LoadEvent]:
+        """Look at every hook directory; re-read those whose stat changed (all if ``force``)."""
+        events: list[LoadEvent] = []
+        names = self._list_hook_dirs(events)
+        for gone in set(self.states) - set(names):
+            events += self._set(gone, None)
+        for name in names:
+            state = self.states.get(name)
+            if force or state is None or state.signature != _signature(self.home.hook_dir(name)):
+                events += self._set(name, self._load(name))
+        return events
+
+    def reload(self, hook_ids: Iterable[str]) -> list[LoadEvent]:
+        """Re-read these hook directories (created, changed, renamed or deleted)."""
+        events: list[LoadEvent] = []
+        for hook_id in sorted(set(hook_ids)):
+            if is_ignored_name(hook_id):
+                continue
+            events += self._set(hook_id, self._load(hook_id))
+        return events
+
+    def _list_hook_dirs(self, events: list[LoadEvent]) -> list[str]:
+        root = self.home.hooks_dir
+        self.root_problem = None
+        try:
+            info = os.stat(root)
+            names = sorted(os.listdir(root))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self.root_problem = Problem("hooks", f"cannot read the hooks directory: {exc.strerror}")
+            events.append(LoadEvent("skipped", str(self.root_problem)))
+            return []
+        refusal, _ = check_permissions(root, info, self.settings.strict_modes)
+        if refusal:
+            self.root_problem = Problem("hooks", f"{refusal}; no hook is loaded from it")
+            events.append(LoadEvent("skipped", str(self.root_problem)))
+            return []
+        return [name for name in names if not is_ignored_name(name)]
+
+    def _load(self, hook_id: str) -> HookState | None:
+        """The state of one directory as it is on disk; None when it holds no hook."""
+        directory = self.home.hook_dir(hook_id)
+        signature = _signature(directory)
+        previous = self.states.get(hook_id)
+        try:
+            spec = read_spec_file(directory, SPEC_NAMES)
+        except LoadError as exc:
+            return self._failed(signature, previous, [Problem(self.home.relative(exc.path), exc.message, None, hook_id)])
+        if spec is None:
+            return None
+        warnings: list[str] = []
+        refusals: list[Problem] = []
+        for path, info in ((directory, spec.dir_stat), (spec.path, spec.file_stat)):
+            refusal, warning = check_permissions(path, info, self.settings.strict_modes)
+            if refusal:
+                refusals.append(Problem(self.home.relative(path), refusal, None, hook_id))
+            if warning:
+                warnings.append(f"{self.home.relative(path)} {warning}")
+        if refusals:
+            return self._failed(signature, previous, refusals)
+        try:
+            hook = self._parse(spec)
+        except SpecError as exc:
+            errors = exc.errors if isinstance(exc, SpecErrors) else [exc]
+            shown = self.home.relative(spec.path)
+            return self._failed(
+                signature, previous, [Problem(shown, e.message, e.location, hook_id) for e in errors]
+            )
+        return HookState(signature, hook, (), tuple(warnings))
+
+    def _parse(self, spec: SpecFile) -> Hook:
+        document = decode_document(spec.data, spec.kind)
+        context = ParseContext(home=self.home, hook_dir=spec.path.parent, settings=self.settings)
+        return parse_hook(document, source=spec.path, runners=self.runners, context=context)
+
+    @staticmethod
+    def _failed(
+        signature: tuple[int, ...], previous: HookState | None, problems: list[Problem]
+    ) -> HookState:
+        """Keep the last good version in effect, if there is one."""
+        kept = previous.hook if previous is not None else None
+        if kept is not None:
+            problems = [attrs.evolve(problem, kept_last_good=True) for problem in problems]
+        return HookState(signature, kept, tuple(problems))
+
+    def _set(self, hook_id: str, state: HookState | None) -> list[LoadEvent]:
+        previous = self.states.get(hook_id)
+        shown = f"hooks/{hook_id}"
+        if state is None:
+            if previous is None:
+                return []
+            del self.states[hook_id]
+            return [LoadEvent("removed", shown)]
+        self.states[hook_id] = state
+        events = [LoadEvent("warning", shown, warning) for warning in state.warnings]
+        if state.problems:
+            kind: ChangeKind = "kept" if state.hook is not None else "skipped"
+            return events + [LoadEvent(kind, str(problem)) for problem in state.problems]
+        assert state.hook is not None
+        spec = state.hook.spec
+        detail = f"{spec.trigger.event} {spec.mode}{' blocking' if spec.blocking else ''}, {spec.action_key}"
+        if not spec.enabled:
+            detail += ", disabled"
+        changed = previous is None or previous.hook is None or previous.problems
+        return events + [LoadEvent("loaded" if changed else "reloaded", shown, detail)]

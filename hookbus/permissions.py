@@ -1,0 +1,39 @@
+"""sshd-style StrictModes for hook files: only you (or root) may decide what runs as you."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+#: settings.json key that relaxes the mode check (never the ownership check).
+STRICT_MODES_SETTING = "hooks_strict_modes"
+
+
+def check_permissions(
+    path: Path, info: os.stat_result, strict_modes: bool = True
+) -> tuple[str | None, str | None]:
+    """``(refusal, warning)`` for a hook file or directory, given the stat of what was opened.
+
+    Refused: owned by a user other than this process's or root, or (with strict modes)
+    writable by group or others. With strict modes off, the latter loads with a warning.
+    """
+    me = os.geteuid()
+    if info.st_uid not in (me, 0):
+        return (
+            f"is owned by uid {info.st_uid}, not by you (uid {me}) or root; hooks run as you, "
+            f"so only you may define them: run `chown {me} {path}`",
+            None,
+        )
+    loose = info.st_mode & 0o022
+    if not loose:
+        return None, None
+    who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[loose]
+    what = f"is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
+    if strict_modes:
+        return (
+            f"{what}, who could then decide what runs as you: run `chmod go-w {path}` "
+            f'(or set "{STRICT_MODES_SETTING}": false in settings.json)',
+            None,
+        )
+    return None, f'{what}; loaded because settings.json sets "{STRICT_MODES_SETTING}": false'

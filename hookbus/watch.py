@@ -1,0 +1,200 @@
+"""The hot-reload watcher: one background thread that tells the bus what changed.
+
+- ``hooks/`` is watched with watchfiles (inotify on Linux), tuned to ``debounce=50, step=5``
+  so a write takes effect in milliseconds rather than watchfiles' default of up to 1.6 s.
+- ``settings.json`` and ``config/workflow.{json,yaml}`` are single files that editors
+  replace by rename, so they are polled by stat on every wake-up (at least every 250 ms).
+- watchfiles drops inotify's queue-overflow notice, so a stat-only sweep of every hook
+  directory runs every 30 s as a safety net; a watcher error or a restart rescans too.
+- An error restarts the watch (with backoff); a thread that died is noticed and restarted
+  by ``ensure_running``. Reloading never stops silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+import attrs
+
+from hookbus.home import Home
+from hookbus.loader import is_ignored_name
+
+logger = logging.getLogger("hookbus")
+
+DEBOUNCE_MS = 50
+STEP_MS = 5
+POLL_SECONDS = 0.25
+SWEEP_SECONDS = 30.0
+_SPEC_FILE_NAMES = frozenset({"hook.json", "hook.yaml"})
+
+
+@attrs.frozen
+class ChangeSet:
+    """What one wake-up of the watcher found."""
+
+    hook_ids: frozenset[str] = frozenset()
+    settings: bool = False
+    config: bool = False
+    #: Why every hook directory must be looked at again, when it must.
+    rescan: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.hook_ids or self.settings or self.config or self.rescan)
+
+
+def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
+    """The hook ids touched by ``paths``, and whether the hooks directory itself changed.
+
+    Only a hook's directory and its hook.json/hook.yaml matter: state.json (written after
+    every fire), scripts, editor temporaries and backups are ignored. A temporary file
+    renamed into place shows up as its final name.
+    """
+    hooks_dir = str(home.hooks_dir)
+    touched: set[str] = set()
+    whole = False
+    for path in paths:
+        relative = os.path.relpath(path, hooks_dir)
+        if relative == ".":
+            whole = True
+            continue
+        parts = relative.split(os.sep)
+        if parts[0] == ".." or is_ignored_name(parts[0]):
+            continue
+        if len(parts) == 1 or (len(parts) == 2 and parts[1] in _SPEC_FILE_NAMES):
+            touched.add(parts[0])
+    return touched, whole
+
+
+def _file_signature(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+class HomeWatcher:
+    """Runs in one daemon thread and calls ``deliver`` with each ChangeSet, in order."""
+
+    def __init__(self, home: Home, deliver: Callable[[ChangeSet], None]) -> None:
+        self.home = home
+        self.deliver = deliver
+        self.restarts = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._stopping = False
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._polled = self._poll_signatures()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._lock:
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=self._run, args=(self._stop,), name="hookbus-watcher", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            self._stopping = True
+            self._stop.set()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def ensure_running(self) -> bool:
+        """Restart the thread if it died; True when it had to."""
+        if self.alive or self._stopping:
+            return False
+        with self._lock:
+            if self.alive or self._stopping:
+                return False
+            self.restarts += 1
+        logger.error("the hookbus watcher thread died; restarting it and rescanning")
+        self.start()
+        return True
+
+    # -- the thread ---------------------------------------------------------------------
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the watch is in place: a change made after this is seen."""
+        return self._ready.wait(timeout)
+
+    def _run(self, stop: threading.Event) -> None:
+        backoff = 0.05
+        reason = "watcher started"
+        while not stop.is_set():
+            try:
+                self._watch(stop, reason)
+                backoff = 0.05
+                reason = "hooks directory replaced"
+            except Exception as exc:
+                logger.error("hookbus watcher error (%s); rescanning and restarting the watch", exc)
+                reason = f"watcher error: {exc}"
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    def _watch(self, stop: threading.Event, reason: str) -> None:
+        """Watch until stopped or the hooks directory is replaced (returns), or an error
+        (raises). The rescan runs once the watch is in place, so nothing falls between."""
+        # RustNotify is watchfiles' own engine behind watch(); used directly because only
+        # it says when the watch is in place, which the rescan must wait for.
+        from watchfiles._rust_notify import RustNotify
+
+        hooks_dir = self.home.hooks_dir
+        hooks_dir.mkdir(parents=True, exist_ok=True)
+        identity = _file_signature(hooks_dir)
+        with RustNotify([str(hooks_dir)], False, False, 300, True, False) as notify:
+            settings, config = self._poll()
+            self.deliver(ChangeSet(rescan=reason, settings=settings, config=config))
+            self._ready.set()
+            last_sweep = time.monotonic()
+            while True:
+                raw = notify.watch(DEBOUNCE_MS, STEP_MS, int(POLL_SECONDS * 1000), stop)
+                if raw == "stop":
+                    return
+                paths = [path for _, path in raw] if isinstance(raw, set) else []
+                hook_ids, whole = classify(self.home, paths)
+                settings, config = self._poll()
+                now = time.monotonic()
+                current = _file_signature(hooks_dir)
+                replaced = current is None or identity is None or current[0] != identity[0]
+                rescan = None
+                if whole or replaced:
+                    rescan = "hooks directory changed"
+                elif now - last_sweep >= SWEEP_SECONDS:
+                    rescan = "periodic sweep"
+                    last_sweep = now
+                change = ChangeSet(frozenset(hook_ids), settings, config, rescan)
+                if change:
+                    self.deliver(change)
+                if replaced:
+                    return  # the watch is on the old directory: start a new one
+
+    def _poll_signatures(self) -> dict[Path, tuple[int, ...] | None]:
+        paths = [
+            self.home.settings_path,
+            self.home.config_dir / "workflow.json",
+            self.home.config_dir / "workflow.yaml",
+        ]
+        return {path: _file_signature(path) for path in paths}
+
+    def _poll(self) -> tuple[bool, bool]:
+        """Whether settings.json, or the workflow config, changed since the last poll."""
+        current = self._poll_signatures()
+        changed = {path for path, signature in current.items() if self._polled.get(path) != signature}
+        self._polled = current
+        settings = self.home.settings_path in changed
+        return settings, bool(changed - {self.home.settings_path})
