@@ -116,3 +116,24 @@ def is_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_until(bus: HookBus, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait on the bus's reload generation until ``predicate`` holds; fail after ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        generation = bus.generation
+        if predicate():
+            return
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, "timed out waiting for a reload that makes the condition true"
+        bus.wait_for_reload(generation, remaining)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write the way careful tools do: a temp file in the same directory, then rename."""
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(text)
+    os.replace(temp, path)
