@@ -340,3 +340,50 @@ def test_churn_while_emitting(home: Path, make_bus: Maker) -> None:
     expected = disk_state()
     wait_until(bus, lambda: {i: h.options for i, h in bus.snapshot.hooks.items()} == expected, 20)
     assert bus.problems == ()
+
+
+def test_hookbus_watch_prints_each_load_skip_and_error(home: Path) -> None:
+    """The foreground debugging view: one line per load, reload, skip and error."""
+    import queue
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hookbus", "watch", "--home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None and process.stderr is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout])  # type: ignore[union-attr]
+    reader.start()
+
+    def next_line_with(text: str) -> str:
+        deadline = time.monotonic() + 15
+        while True:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if text in line:
+                return line
+
+    try:
+        assert "watching" in next_line_with("Ctrl-C to stop")
+        atomic_write(hook_file(home, "w"), spec("hi"))
+        assert "loaded hooks/w: Stop sync, command" in next_line_with("hooks/w")
+        atomic_write(hook_file(home, "w"), "{oops")
+        assert "(its last good version stays in effect)" in next_line_with("kept hooks/w/hook.json")
+        atomic_write(hook_file(home, "w"), spec("again"))
+        next_line_with("loaded hooks/w")
+        atomic_write(hook_file(home, "bad"), json.dumps({"trigger": {"event": "Nope"}, "command": "x"}))
+        assert "unknown event 'Nope'" in next_line_with("skipped hooks/bad/hook.json")
+        remove_tree(home / "hooks" / "w")
+        next_line_with("removed hooks/w")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+        reader.join(5)
+        process.stdout.close()
+        stderr = process.stderr.read()
+        process.stderr.close()
+    assert "Traceback" not in stderr
