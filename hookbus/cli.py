@@ -137,6 +137,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 failed = True
         for problem in problems:
             print(problem)
+        for warning in snapshot.warnings:
+            print(f"warning: {warning}")
         broken = {problem.hook_id for problem in problems}
         valid = [
             hook_id

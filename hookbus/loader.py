@@ -35,6 +35,8 @@ class LoadEvent:
     detail: str = ""
 
     def __str__(self) -> str:
+        if self.kind == "warning":
+            return f"warning: {self.subject}"
         return f"{self.kind} {self.subject}" + (f": {self.detail}" if self.detail else "")
 
 
@@ -85,6 +87,7 @@ class HookLoader:
         self.settings = Settings()
         self.settings_problems: list[Problem] = []
         self.root_problem: Problem | None = None
+        self.root_warning: str | None = None
         self.states: dict[str, HookState] = {}
 
     # -- what is loaded -----------------------------------------------------------------
@@ -94,9 +97,11 @@ class HookLoader:
         problems = list(self.settings_problems)
         if self.root_problem is not None:
             problems.append(self.root_problem)
+        warnings = [self.root_warning] if self.root_warning else []
         for state in self.states.values():
             problems += state.problems
-        return Snapshot.build(hooks, self.settings, problems, generation)
+            warnings += state.warnings
+        return Snapshot.build(hooks, self.settings, problems, generation, warnings)
 
     def load_errors(self) -> dict[str, str | None]:
         """Each hook's current load error (None when its file loads)."""
@@ -137,6 +142,7 @@ class HookLoader:
     def _list_hook_dirs(self, events: list[LoadEvent]) -> list[str]:
         root = self.home.hooks_dir
         self.root_problem = None
+        self.root_warning = None
         try:
             info = os.stat(root)
             names = sorted(os.listdir(root))
@@ -146,11 +152,14 @@ class HookLoader:
             self.root_problem = Problem("hooks", f"cannot read the hooks directory: {exc.strerror}")
             events.append(LoadEvent("skipped", str(self.root_problem)))
             return []
-        refusal, _ = check_permissions(root, info, self.settings.strict_modes)
+        refusal, warning = check_permissions(root, info, self.settings.strict_modes)
         if refusal:
             self.root_problem = Problem("hooks", f"{refusal}; no hook is loaded from it")
             events.append(LoadEvent("skipped", str(self.root_problem)))
             return []
+        if warning:
+            self.root_warning = f"hooks {warning}"
+            events.append(LoadEvent("warning", self.root_warning))
         return [name for name in names if not is_ignored_name(name)]
 
     def _load(self, hook_id: str) -> HookState | None:
@@ -173,7 +182,8 @@ class HookLoader:
             if warning:
                 warnings.append(f"{self.home.relative(path)} {warning}")
         if refusals:
-            return self._failed(signature, previous, refusals)
+            # Not kept as last good: its scripts may be in a directory others can now change.
+            return HookState(signature, None, tuple(refusals))
         try:
             hook = self._parse(spec)
         except SpecError as exc:
@@ -208,7 +218,7 @@ class HookLoader:
             del self.states[hook_id]
             return [LoadEvent("removed", shown)]
         self.states[hook_id] = state
-        events = [LoadEvent("warning", shown, warning) for warning in state.warnings]
+        events = [LoadEvent("warning", warning) for warning in state.warnings]
         if state.problems:
             kind: ChangeKind = "kept" if state.hook is not None else "skipped"
             return events + [LoadEvent(kind, str(problem)) for problem in state.problems]

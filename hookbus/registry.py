@@ -77,6 +77,8 @@ class Snapshot:
     settings: Settings
     problems: tuple[Problem, ...] = ()
     generation: int = 0
+    #: Things that load but deserve a look (a relaxed permission check, say).
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -85,6 +87,7 @@ class Snapshot:
         settings: Settings,
         problems: Iterable[Problem] = (),
         generation: int = 0,
+        warnings: Iterable[str] = (),
     ) -> Snapshot:
         by_event: dict[str, list[Hook]] = defaultdict(list)
         # The kill switch empties the index: a disabled engine costs an emit one lookup.
@@ -101,4 +104,5 @@ class Snapshot:
             settings=settings,
             problems=tuple(problems),
             generation=generation,
+            warnings=tuple(warnings),
         )

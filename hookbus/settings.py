@@ -16,7 +16,7 @@ import attrs
 from hookbus.errors import Problem, SpecError
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
-from hookbus.permissions import STRICT_MODES_SETTING
+from hookbus.permissions import STRICT_MODES_SETTING, check_permissions
 
 _TRUTHY = {"1", "true", "yes", "on"}
 
@@ -60,7 +60,8 @@ def load_settings(home: Home) -> tuple[Settings, list[Problem]]:
     if not os.path.lexists(path):
         return Settings(disabled_by_env=disabled_by_env), []
     try:
-        document = decode_document(read_capped(path)[0], "json")
+        data, info = read_capped(path)
+        document = decode_document(data, "json")
     except SpecError as exc:
         return Settings(disabled_by_env=disabled_by_env), [Problem(shown, exc.message)]
     if not isinstance(document, dict):
@@ -80,6 +81,14 @@ def load_settings(home: Home) -> tuple[Settings, list[Problem]]:
     if not isinstance(strict_modes, bool):
         problems.append(Problem(shown, "expected true or false", f"$.{STRICT_MODES_SETTING}"))
         strict_modes = True
+    if not strict_modes:
+        # Relaxing the checks is only trusted from a settings.json that passes them itself.
+        refusal, _ = check_permissions(path, info, strict_modes=True)
+        if refusal:
+            problems.append(
+                Problem(shown, f"{STRICT_MODES_SETTING} is ignored: settings.json {refusal}")
+            )
+            strict_modes = True
     settings = Settings(
         hooks_feature=hooks_feature,
         strict_modes=strict_modes,
