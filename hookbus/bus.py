@@ -24,8 +24,9 @@ from hookbus.errors import (
 from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
 from hookbus.home import Home
 from hookbus.plugins import build_plugin_manager, build_runner_table, each_implementation
+from hookbus.prompts import NO_PROVIDER, PromptError, PromptRequest, PromptResult
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
-from hookbus.loader import HookLoader
+from hookbus.loader import HookLoader, LoadEvent
 from hookbus.registry import Snapshot
 from hookbus.reporting import ReportOnce
 from hookbus.runners import CancelToken, HookCall
@@ -152,6 +153,8 @@ class HookBus:
             if settings:
                 events += self._loader.load_settings()
                 force = True
+            if force:
+                events += self._check_config()
             if rescan or force:
                 events += self._loader.scan(force=force)
             else:
@@ -164,6 +167,20 @@ class HookBus:
                 level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO
                 logger.log(level, "%s", event)
             self._record_load_errors()
+
+    def _check_config(self) -> list[LoadEvent]:
+        """Ask plugins about configuration they own (the workflow config, say)."""
+        problems: list[Problem] = []
+        for plugin, call in each_implementation(
+            self._plugins.hook.hookbus_config_problems, home=self.home, settings=self._loader.settings
+        ):
+            try:
+                problems += call() or []
+            except Exception as exc:
+                logger.exception("plugin %r failed to check its configuration", plugin)
+                problems.append(Problem(plugin, f"could not check its configuration: {exc}"))
+        self._loader.config_problems = problems
+        return [LoadEvent("skipped", str(problem)) for problem in problems]
 
     def _record_load_errors(self) -> None:
         """Tell recorders about load errors that appeared or went away (state.json's last_error)."""
@@ -333,6 +350,8 @@ class HookBus:
             deadline=started + hook.timeout,
             home=self.home,
             cancel=cancel or CancelToken(),
+            settings=self._snapshot.settings,
+            prompt_sender=self._send_prompt,
         )
         try:
             outcome = hook.runner.run(call)
@@ -348,6 +367,25 @@ class HookBus:
             if problem is not None:
                 outcome = Outcome.fail_open(problem, outcome.thread_id)
         return hook, outcome, at, time.monotonic() - started
+
+    def _send_prompt(self, request: PromptRequest) -> PromptResult:
+        """Answer a prompt through ``hookbus_run_prompt``; PromptError says why it failed."""
+        if request.cancel.cancelled:
+            raise PromptError(request.cancel.reason or CANCELLED_AT_SHUTDOWN)
+        try:
+            result = self._plugins.hook.hookbus_run_prompt(request=request)
+        except PromptError:
+            raise
+        except Exception as exc:
+            logger.exception("a prompt provider failed on hook %r", request.hook_id)
+            raise PromptError(f"the prompt provider raised {type(exc).__name__}: {exc}") from exc
+        if result is None:
+            raise PromptError(NO_PROVIDER)
+        if isinstance(result, str):
+            return PromptResult(result)
+        if not isinstance(result, PromptResult):
+            raise PromptError(f"the prompt provider returned {type(result).__name__}, not a PromptResult")
+        return result
 
     def _decide(
         self,

@@ -1,11 +1,14 @@
 """The decision contracts: how a command's exit and output, or a final text, become an Outcome.
 
-They live in the core so that every runner, first-party or not, decides the same way.
+They live in the core so that every runner, first-party or not, decides the same way:
+``outcome_from_command`` for processes (exit code and stdout), ``outcome_from_final_text``
+for workflows, prompts and anything else that answers with text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 from typing import Any
 
@@ -111,3 +114,44 @@ def outcome_from_command(returncode: int, stdout: bytes, stderr: bytes) -> Outco
         reason = _decode(stderr) or _decode(stdout)
         return Outcome("deny", reason=cap_text(reason) if reason else None)
     return Outcome.fail_open(describe_exit(returncode, stderr))
+
+
+# A whole reply that is one fenced block: ```json\n{...}\n``` (the language tag optional).
+_FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(?P<body>.*?)\n?```", re.DOTALL)
+_BLOCK = re.compile(r"^[ \t]*BLOCK:(?P<reason>.*)$", re.MULTILINE)
+
+
+def outcome_from_final_text(text: str) -> Outcome:
+    """The final-text contract of workflows and prompts (and any runner that answers in text).
+
+    - a JSON object with a valid behavior is that decision (also inside a ```json fence);
+    - otherwise, a line starting with ``BLOCK:`` denies, with the rest of the line as reason;
+    - otherwise, non-empty text becomes context; empty text allows.
+    """
+    text = text.strip()
+    if not text:
+        return Outcome("allow")
+    decision = _decision_object(text)
+    if decision is not None:
+        return decision
+    block = _BLOCK.search(text)
+    if block is not None:
+        reason = block.group("reason").strip()
+        return Outcome("deny", reason=cap_text(reason) if reason else None)
+    return Outcome("context", context=cap_text(text))
+
+
+def _decision_object(text: str) -> Outcome | None:
+    """The decision of a reply that is a JSON object, or one fenced JSON object; None when
+    it is not one, or has no valid behavior (then it is just text)."""
+    candidate = _parse_object(text)
+    if candidate is None:
+        fenced = _FENCED.findall(text)
+        if len(fenced) == 1:
+            candidate = _parse_object(fenced[0].strip())
+    if candidate is None:
+        return None
+    try:
+        return outcome_from_object(candidate)
+    except DecisionError:
+        return None

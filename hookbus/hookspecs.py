@@ -9,6 +9,10 @@ import pluggy
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.decision import Decision, HookResult
+    from hookbus.errors import Problem
+    from hookbus.home import Home
+    from hookbus.prompts import PromptRequest, PromptResult
+    from hookbus.settings import Settings
     from hookbus.records import RunRecord
     from hookbus.runners import RunnerRegistration
 
@@ -72,6 +76,22 @@ def hookbus_check_input(
     Called when hooks rewrite ``tool_input`` (PreToolUse, PermissionRequest); a reason
     turns the decision into deny.
     """
+
+
+@hookspec(firstresult=True)
+def hookbus_run_prompt(request: PromptRequest) -> PromptResult | None:
+    """Evaluate a prompt and return its final text (and the thread it ran in, if any).
+
+    Return None to let the next provider answer; raise ``PromptError`` to fail the hook
+    open with that message. The built-in OpenAI-compatible provider is ``trylast``, so an
+    embedder's implementation (isolated threads) goes first. Honour ``request.deadline``.
+    """
+
+
+@hookspec
+def hookbus_config_problems(home: Home, settings: Settings) -> list[Problem] | None:
+    """Problems in configuration this plugin owns (config/workflow.json, a settings key),
+    checked on every load and shown by ``hookbus validate`` and ``hookbus list``."""
 
 
 @hookspec

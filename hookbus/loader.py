@@ -86,6 +86,8 @@ class HookLoader:
         self.runners = runners
         self.settings = Settings()
         self.settings_problems: list[Problem] = []
+        #: Problems plugins found in configuration they own (``hookbus_config_problems``).
+        self.config_problems: list[Problem] = []
         self.root_problem: Problem | None = None
         self.root_warning: str | None = None
         self.states: dict[str, HookState] = {}
@@ -94,7 +96,7 @@ class HookLoader:
 
     def snapshot(self, generation: int) -> Snapshot:
         hooks = {hook_id: state.hook for hook_id, state in self.states.items() if state.hook}
-        problems = list(self.settings_problems)
+        problems = [*self.settings_problems, *self.config_problems]
         if self.root_problem is not None:
             problems.append(self.root_problem)
         warnings = [self.root_warning] if self.root_warning else []

@@ -15,8 +15,11 @@ from hookbus.errors import PluginError
 if TYPE_CHECKING:
     from hookbus.decision import Outcome
     from hookbus.home import Home
+    from hookbus.prompts import PromptRequest, PromptResult
     from hookbus.settings import Settings
     from hookbus.spec import Hook
+
+    PromptSender = Callable[[PromptRequest], PromptResult]
 
 
 @attrs.frozen
@@ -100,9 +103,38 @@ class HookCall:
     deadline: float
     home: Home
     cancel: CancelToken = attrs.field(factory=CancelToken)
+    #: The settings in effect when the event was emitted.
+    settings: Settings | None = None
+    #: How the bus answers prompts (``hookbus_run_prompt``); use ``ask``.
+    prompt_sender: PromptSender | None = attrs.field(default=None, repr=False)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    def ask(
+        self, text: str, previous_output: str | None = None, deadline: float | None = None
+    ) -> PromptResult:
+        """Evaluate a prompt: ``text``, then ``previous_output``, then the envelope JSON.
+
+        Raises ``PromptError`` (no provider, HTTP error, timeout, malformed answer).
+        """
+        from hookbus.prompts import PromptError, PromptRequest, compose_prompt
+        from hookbus.settings import Settings
+
+        if self.prompt_sender is None:
+            raise PromptError("this bus cannot send prompts")
+        envelope_json = self.payload.decode("utf-8", errors="replace")
+        request = PromptRequest(
+            prompt=compose_prompt(text, envelope_json, previous_output),
+            hook_id=self.hook.id,
+            event=self.event,
+            envelope=self.envelope,
+            deadline=self.deadline if deadline is None else min(deadline, self.deadline),
+            settings=self.settings or Settings(),
+            mode=self.hook.spec.mode,
+            cancel=self.cancel,
+        )
+        return self.prompt_sender(request)
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The process environment plus HOOKBUS_HOOK_ID, HOOKBUS_HOOK_DIR and HOOKBUS_EVENT."""

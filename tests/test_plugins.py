@@ -24,6 +24,8 @@ def test_builtins_come_through_the_installed_distributions_entry_points(make_bus
     }
     assert declared == {
         "command": "hookbus_command",
+        "workflow": "hookbus_workflow",
+        "prompt": "hookbus_prompt",
         "resolver": "hookbus_resolver",
         "recorder": "hookbus_recorder",
     }

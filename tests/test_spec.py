@@ -107,9 +107,27 @@ MISTAKES: list[tuple[str, Any, str, str | None]] = [
     ("over the size cap", " " * (256 * 1024 + 1), "over the 256 KiB limit", None),
     (
         "runner not installed",
+        with_changes(command=..., http={"url": "http://127.0.0.1:9/"}),
+        "no runner for 'http': it is provided by the plugin 'http' (pip install hookbus-http)",
+        "$.http",
+    ),
+    (
+        "workflow_id naming no workflow",
         with_changes(command=..., workflow_id="fast-veto"),
-        "no runner for 'workflow_id': it is provided by the built-in plugin 'workflow'",
+        "names no workflow in config/workflow.json (which does not exist); defined: none",
         "$.workflow_id",
+    ),
+    (
+        "prompt not a string",
+        with_changes(command=..., prompt=["check"]),
+        "expected a string (the prompt), got an array",
+        "$.prompt",
+    ),
+    (
+        "inline workflow with a bad step",
+        with_changes(command=..., workflow={"steps": [{"bsh": "x"}]}),
+        "unknown step kind 'bsh'",
+        "$.workflow.steps[0]",
     ),
 ]
 

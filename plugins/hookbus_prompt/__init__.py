@@ -1,0 +1,69 @@
+"""The ``prompt`` runner, and the default OpenAI-compatible prompt provider.
+
+A prompt hook sends its prompt text, with the envelope JSON appended, to
+``hookbus_run_prompt`` and decides by the final text
+(``hookbus.contract.outcome_from_final_text``). The thread id an embedder's provider
+returns is recorded with the fire.
+"""
+
+from __future__ import annotations
+
+from hookbus import hookimpl
+from hookbus.contract import outcome_from_final_text
+from hookbus.converter import json_type_name
+from hookbus.decision import Outcome
+from hookbus.errors import Problem, SpecError, SpecErrors
+from hookbus.home import Home
+from hookbus.prompts import NO_PROVIDER, PromptError, PromptRequest, PromptResult
+from hookbus.runners import HookCall, ParseContext, RunnerRegistration
+from hookbus.settings import Settings
+
+from hookbus_prompt import provider
+
+
+class PromptRunner:
+    """Runs ``"prompt": "..."`` hooks."""
+
+    def parse(self, key: str, value: object, context: ParseContext) -> str:
+        if not isinstance(value, str):
+            raise SpecError(f"expected a string (the prompt), got {json_type_name(value)}")
+        if not value.strip():
+            raise SpecError("the prompt is empty")
+        return value
+
+    def run(self, call: HookCall) -> Outcome:
+        try:
+            answer = call.ask(call.hook.options)
+        except PromptError as exc:
+            message = str(exc)
+            if "timed out" in message and call.remaining() <= 0:
+                message = f"timed out after {call.hook.spec.timeout}"
+            return Outcome.fail_open(message)
+        outcome = outcome_from_final_text(answer.text)
+        if answer.thread_id is None:
+            return outcome
+        return Outcome(
+            outcome.behavior, outcome.reason, outcome.input, outcome.context, outcome.error,
+            answer.thread_id,
+        )
+
+
+@hookimpl
+def hookbus_register_runners(register: RunnerRegistration) -> None:
+    register.add("prompt", PromptRunner())
+
+
+@hookimpl(trylast=True)
+def hookbus_run_prompt(request: PromptRequest) -> PromptResult:
+    try:
+        config = provider.read_config(request.settings.raw)
+    except SpecErrors as exc:
+        raise PromptError(f"settings.json prompt_provider is invalid: {exc}") from None
+    if config is None:
+        raise PromptError(NO_PROVIDER)
+    return PromptResult(provider.complete(config, request))
+
+
+@hookimpl
+def hookbus_config_problems(home: Home, settings: Settings) -> list[Problem]:
+    return provider.config_problems(settings.raw)
