@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hookbus.bus import HookBus
+from hookbus.chat_stub import StubChatServer
 from hookbus.cli import format_record
 from hookbus.home import Home
 
@@ -90,6 +91,19 @@ def _hooks(python: str) -> dict[str, dict[str, Any]]:
             "command": "printf '%s finished\\n' \"$(sed -n 's/.*\"agent_type\":\"\\([^\"]*\\)\".*/\\1/p')\" "
             '>> "$HOOKBUS_HOME/subagents.log"',
         },
+        "no-rm-rf": {
+            "id": "no-rm-rf",
+            "trigger": {"event": "PreToolUse", "matcher": "bash"},
+            "mode": "sync",
+            "blocking": True,
+            "workflow_id": "fast-veto",
+        },
+        "reviewer": {
+            "id": "reviewer",
+            "trigger": {"event": "PostToolUse", "matcher": "write_file"},
+            "mode": "sync",
+            "prompt": "In one sentence, review this file write.",
+        },
         "broken": {
             "id": "broken",
             "trigger": {"event": "PostToolUse"},
@@ -99,9 +113,27 @@ def _hooks(python: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def write_demo_home(root: Path) -> Home:
-    """Write the demo's hooks under ``root`` and return its Home."""
+_WORKFLOWS = {
+    "fast-veto": {
+        "description": "a single bash step: veto rm -rf before it runs",
+        "steps": [{"bash": "grep -q 'rm -rf' && echo 'BLOCK: rm -rf is not allowed here' || true"}],
+    }
+}
+
+
+def _stub_model(request: dict[str, Any]) -> str:
+    """The demo's stand-in for an LLM: a fixed review, so the story needs no network."""
+    return "Stub model review: the write stays inside sandbox/, fine."
+
+
+def write_demo_home(root: Path, prompt_base_url: str | None = None) -> Home:
+    """Write the demo's hooks, workflow config and settings under ``root``."""
     home = Home(root)
+    home.config_dir.mkdir(parents=True)
+    (home.config_dir / "workflow.json").write_text(json.dumps(_WORKFLOWS, indent=2) + "\n")
+    if prompt_base_url:
+        provider = {"base_url": prompt_base_url, "model": "demo-stub"}
+        home.settings_path.write_text(json.dumps({"prompt_provider": provider}, indent=2) + "\n")
     for hook_id, spec in _hooks(sys.executable).items():
         directory = home.hook_dir(hook_id)
         directory.mkdir(parents=True, mode=0o755)
@@ -118,6 +150,7 @@ _STEPS: list[tuple[str, dict[str, Any]]] = [
     ("UserPromptSubmit", {"prompt": "Add a config file for the API key"}),
     ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": ".env", "content": "KEY=1"}}),
     ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "/etc/motd", "content": "hi"}}),
+    ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "rm -rf /"}}),
     ("PostToolUse", {"tool_name": "write_file", "tool_input": {"path": "sandbox/etc/motd"}}),
     ("Stop", {}),
     ("SubagentStop", {"agent_type": "reviewer", "agent_id": "a1"}),
@@ -131,7 +164,8 @@ def _describe(event: str, envelope: dict[str, Any]) -> str:
         if key in envelope:
             parts.append(str(envelope[key]))
     if "tool_input" in envelope:
-        parts.append(str(envelope["tool_input"].get("path")))
+        tool_input = envelope["tool_input"]
+        parts.append(str(tool_input.get("path") or repr(tool_input.get("command"))))
     if "prompt" in envelope:
         parts.append(repr(envelope["prompt"][:20] + "..."))
     if envelope.get("origin") == "vix":
@@ -151,11 +185,16 @@ def _print_state(state: dict[str, Any]) -> None:
 
 def run_demo(keep: bool = False) -> int:
     root = Path(tempfile.mkdtemp(prefix="hookbus-demo-"))
+    stub = StubChatServer(_stub_model)
     try:
-        home = write_demo_home(root)
+        stub.__enter__()
+        home = write_demo_home(root, stub.base_url)
         common = {"thread_id": "t-demo", "cwd": str(root), "model": "demo/model", "origin": "user",
                   "vix_bin": "vix", "socket_path": "/tmp/vixd.sock"}
-        print(f"hookbus demo: {len(_hooks(''))} example hooks in a throwaway home, {root}\n")
+        print(
+            f"hookbus demo: {len(_hooks(''))} example hooks in a throwaway home, {root};\n"
+            f"prompt hooks are answered by a stub model on {stub.base_url}\n"
+        )
         logging.getLogger("hookbus").setLevel(logging.ERROR)  # problems are printed below
         with HookBus(root) as bus:
             skipped = sorted({problem.hook_id or problem.path for problem in bus.problems})
@@ -190,6 +229,7 @@ def run_demo(keep: bool = False) -> int:
         if keep:
             print(f"kept the demo home: hookbus list --home {root}")
     finally:
+        stub.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return 0
