@@ -8,6 +8,8 @@ returns is recorded with the fire.
 
 from __future__ import annotations
 
+import attrs
+
 from hookbus import hookimpl
 from hookbus.contract import outcome_from_final_text
 from hookbus.converter import json_type_name
@@ -39,13 +41,7 @@ class PromptRunner:
             if "timed out" in message and call.remaining() <= 0:
                 message = f"timed out after {call.hook.spec.timeout}"
             return Outcome.fail_open(message)
-        outcome = outcome_from_final_text(answer.text)
-        if answer.thread_id is None:
-            return outcome
-        return Outcome(
-            outcome.behavior, outcome.reason, outcome.input, outcome.context, outcome.error,
-            answer.thread_id,
-        )
+        return attrs.evolve(outcome_from_final_text(answer.text), thread_id=answer.thread_id)
 
 
 @hookimpl

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+import attrs
+
 from hookbus import hookimpl
 from hookbus.contract import describe_exit, outcome_from_final_text
 from hookbus.converter import json_type_name
@@ -78,10 +80,7 @@ class WorkflowRunner:
             if error is not None:
                 return Outcome.fail_open(f"{label} failed: {error}", thread_id)
             previous = output
-        outcome = outcome_from_final_text(previous or "")
-        return outcome if thread_id is None else Outcome(
-            outcome.behavior, outcome.reason, outcome.input, outcome.context, outcome.error, thread_id
-        )
+        return attrs.evolve(outcome_from_final_text(previous or ""), thread_id=thread_id)
 
     @staticmethod
     def _timeout_text(call: HookCall, step: Step, deadline: float) -> str:
