@@ -10,7 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from os import PathLike
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from hookbus.decision import ALLOW, Decision, HookResult, Outcome
 from hookbus.errors import (
@@ -23,7 +23,12 @@ from hookbus.errors import (
 )
 from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
 from hookbus.home import Home
-from hookbus.plugins import build_plugin_manager, build_runner_table, each_implementation
+from hookbus.plugins import (
+    build_plugin_manager,
+    build_runner_table,
+    describe_plugins,
+    each_implementation,
+)
 from hookbus.prompts import NO_PROVIDER, PromptError, PromptRequest, PromptResult
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
 from hookbus.loader import HookLoader, LoadEvent
@@ -42,6 +47,8 @@ logger = logging.getLogger("hookbus")
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
 #: How long past its own timeout a runner may take before the bus stops waiting for it.
 RUNNER_GRACE_SECONDS = 1.0
+#: The built-in recorder's plugin name: the one that records unless settings.json says otherwise.
+DEFAULT_RECORDER = "recorder"
 #: How long HookBus(watch=True) waits for the watch to be in place before it returns.
 WATCH_READY_SECONDS = 5.0
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
@@ -97,6 +104,7 @@ class HookBus:
                 "no resolver plugin: the built-in 'resolver' is disabled or not installed"
             )
         self.runners = build_runner_table(self._plugins)
+        self.plugin_infos = describe_plugins(self._plugins, self.plugin_infos, self.runners)
         self._report = ReportOnce()
         self._lock = threading.Condition()
         self._async_jobs: set[_AsyncJob] = set()
@@ -108,6 +116,8 @@ class HookBus:
         self._reload_lock = threading.Lock()
         self._published = threading.Condition()
         self._load_errors: dict[str, str | None] = {}
+        #: The recorder plugins that record and answer ``read_runs`` (settings "recorder").
+        self.active_recorders: tuple[str, ...] = ()
         self._snapshot = Snapshot.build({}, Settings(), (), generation=0)
         for plugin, call in each_implementation(self._plugins.hook.hookbus_startup, bus=self):
             try:
@@ -179,8 +189,41 @@ class HookBus:
             except Exception as exc:
                 logger.exception("plugin %r failed to check its configuration", plugin)
                 problems.append(Problem(plugin, f"could not check its configuration: {exc}"))
+        problems += self._select_recorders()
         self._loader.config_problems = problems
         return [LoadEvent("skipped", str(problem)) for problem in problems]
+
+    def _select_recorders(self) -> list[Problem]:
+        """Which recorder plugins record: settings.json ``"recorder"``, else the built-in
+        one, else (when it is blocked) every recorder installed."""
+        installed = [i.plugin_name for i in self._plugins.hook.hookbus_record.get_hookimpls()]
+        wanted = self._loader.settings.recorders
+        problems = []
+        if wanted is None:
+            chosen = [DEFAULT_RECORDER] if DEFAULT_RECORDER in installed else sorted(installed)
+        else:
+            chosen = [name for name in wanted if name in installed]
+            for name in wanted:
+                if name not in installed:
+                    known = ", ".join(sorted(installed)) or "none"
+                    problems.append(
+                        Problem(
+                            "settings.json",
+                            f"recorder {name!r} is not installed or is blocked (installed recorders: {known})",
+                            "$.recorder",
+                        )
+                    )
+        if not chosen:
+            logger.error("no recorder is active: fires are not recorded")
+        self.active_recorders = tuple(chosen)
+        return problems
+
+    def _recorder_calls(self, hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
+        """The implementations of ``hook_name`` by the active recorders, in their order."""
+        calls = dict(each_implementation(getattr(self._plugins.hook, hook_name), **kwargs))
+        for name in self.active_recorders:
+            if name in calls:
+                yield name, calls[name]
 
     def _record_load_errors(self) -> None:
         """Tell recorders about load errors that appeared or went away (state.json's last_error)."""
@@ -193,9 +236,7 @@ class HookBus:
         self._load_errors = current
         if not changed:
             return
-        for plugin, call in each_implementation(
-            self._plugins.hook.hookbus_record_load_errors, bus=self, errors=changed
-        ):
+        for plugin, call in self._recorder_calls("hookbus_record_load_errors", bus=self, errors=changed):
             try:
                 call()
             except Exception as exc:
@@ -528,8 +569,8 @@ class HookBus:
     # -- recording ----------------------------------------------------------------------
 
     def _record(self, record: RunRecord) -> None:
-        """Hand a record to every recorder; one that raises is reported once and skipped."""
-        for plugin, call in each_implementation(self._plugins.hook.hookbus_record, bus=self, record=record):
+        """Hand a record to every active recorder; one that raises is reported once and skipped."""
+        for plugin, call in self._recorder_calls("hookbus_record", bus=self, record=record):
             key = f"recorder {plugin!r}"
             try:
                 call()
@@ -539,9 +580,12 @@ class HookBus:
                 self._report.succeeded(key)
 
     def read_runs(self, hook_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
-        """Recorded fires, oldest first, from whichever recorder is active."""
-        runs = self._plugins.hook.hookbus_read_runs(bus=self, hook_id=hook_id, limit=limit)
-        return list(runs or [])
+        """Recorded fires, oldest first, from the first active recorder that can read them."""
+        for _, call in self._recorder_calls("hookbus_read_runs", bus=self, hook_id=hook_id, limit=limit):
+            runs = call()
+            if runs is not None:
+                return list(runs)
+        return []
 
     # -- shutting down ------------------------------------------------------------------
 

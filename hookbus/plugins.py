@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import logging
+import os
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 import pluggy
@@ -22,6 +23,21 @@ ENTRY_POINT_GROUP = "hookbus"
 logger = logging.getLogger("hookbus")
 
 
+#: Loaded even when HOOKBUS_LOAD_PLUGINS leaves them out (HOOKBUS_DISABLE_PLUGINS can still
+#: block them): without these the bus cannot run a command hook, decide, or record.
+ESSENTIAL_PLUGINS = ("command", "resolver", "recorder")
+
+#: What a plugin provides, by the hooks it implements (runner keys are added to these).
+PROVIDES = {
+    "hookbus_resolve": "resolver",
+    "hookbus_record": "recorder",
+    "hookbus_read_runs": "run reader",
+    "hookbus_run_prompt": "prompt provider",
+    "hookbus_check_input": "input check",
+    "hookbus_config_problems": "config checks",
+}
+
+
 @attrs.frozen
 class PluginInfo:
     """One plugin as ``hookbus plugins`` shows it."""
@@ -32,6 +48,24 @@ class PluginInfo:
     version: str | None = None
     #: Why it could not be loaded, when it could not.
     error: str | None = None
+    #: Why it was not loaded on purpose (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS).
+    blocked: str | None = None
+    #: What it provides: runner keys (``runner:http``), resolver, recorder, ...
+    provides: tuple[str, ...] = ()
+
+
+def _names(value: str | None) -> set[str]:
+    return {name.strip() for name in (value or "").split(",") if name.strip()}
+
+
+def blocked_reason(name: str, environ: Mapping[str, str]) -> str | None:
+    """Why the environment keeps plugin ``name`` from loading, or None."""
+    if name in _names(environ.get("HOOKBUS_DISABLE_PLUGINS")):
+        return "blocked by HOOKBUS_DISABLE_PLUGINS"
+    only = environ.get("HOOKBUS_LOAD_PLUGINS")
+    if only is not None and name not in _names(only) and name not in ESSENTIAL_PLUGINS:
+        return "not listed in HOOKBUS_LOAD_PLUGINS"
+    return None
 
 
 @attrs.frozen
@@ -66,13 +100,22 @@ def discover() -> list[_Discovered]:
 
 def build_plugin_manager(
     extra_plugins: Sequence[object] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[pluggy.PluginManager, list[PluginInfo]]:
-    """A PluginManager with the hookspecs, every discovered plugin and ``extra_plugins``."""
+    """A PluginManager with the hookspecs, every discovered plugin the environment allows
+    (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS) and ``extra_plugins``."""
+    environ = os.environ if environ is None else environ
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
     for item in discover():
         entry_point = item.entry_point
+        reason = blocked_reason(entry_point.name, environ)
+        if reason is not None:
+            infos.append(
+                PluginInfo(entry_point.name, entry_point.value, item.distribution, item.version, blocked=reason)
+            )
+            continue
         try:
             plugin = entry_point.load()
         except Exception as exc:  # a broken third-party plugin must not take the bus down
@@ -125,3 +168,16 @@ def build_runner_table(manager: pluggy.PluginManager) -> RunnerTable:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
     return table
+
+
+def describe_plugins(
+    manager: pluggy.PluginManager, infos: Sequence[PluginInfo], runners: RunnerTable
+) -> list[PluginInfo]:
+    """``infos`` with what each loaded plugin provides filled in."""
+    provided: dict[str, list[str]] = {}
+    for entry in runners.entries():
+        provided.setdefault(entry.plugin, []).append(f"runner:{entry.key}")
+    for hook_name, label in PROVIDES.items():
+        for implementation in getattr(manager.hook, hook_name).get_hookimpls():
+            provided.setdefault(implementation.plugin_name, []).append(label)
+    return [attrs.evolve(info, provides=tuple(provided.get(info.name, ()))) for info in infos]

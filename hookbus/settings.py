@@ -31,6 +31,9 @@ class Settings:
     strict_modes: bool = True
     #: ``VIX_DISABLE_HOOKS=1`` in the environment turns every hook off.
     disabled_by_env: bool = False
+    #: settings.json ``"recorder"``: the recorder plugin(s) that record, by name; None: the
+    #: built-in one.
+    recorders: tuple[str, ...] | None = None
     #: The whole document, for plugins that own keys of their own.
     raw: Mapping[str, Any] = attrs.field(factory=lambda: MappingProxyType({}))
 
@@ -89,9 +92,20 @@ def load_settings(home: Home) -> tuple[Settings, list[Problem]]:
                 Problem(shown, f"{STRICT_MODES_SETTING} is ignored: settings.json {refusal}")
             )
             strict_modes = True
+    recorders = document.get("recorder")
+    if isinstance(recorders, str):
+        recorders = (recorders,)
+    elif isinstance(recorders, list) and recorders and all(isinstance(n, str) for n in recorders):
+        recorders = tuple(recorders)
+    elif recorders is not None:
+        problems.append(
+            Problem(shown, "expected a recorder plugin name or a list of names", "$.recorder")
+        )
+        recorders = None
     settings = Settings(
         hooks_feature=hooks_feature,
         strict_modes=strict_modes,
+        recorders=recorders,
         disabled_by_env=disabled_by_env,
         raw=MappingProxyType(document),
     )

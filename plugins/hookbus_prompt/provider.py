@@ -90,10 +90,12 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
 
     forget = request.cancel.on_cancel(interrupt)
     started = time.monotonic()
+    response: http.client.HTTPResponse | None = None
     try:
         connection.request("POST", parts.path + (f"?{parts.query}" if parts.query else ""), body, headers)
         response = connection.getresponse()
         data = _read(response, connection, request)
+        status = response.status
     except (TimeoutError, socket.timeout):
         waited = format_duration(time.monotonic() - started)
         raise PromptError(f"timed out after {waited} waiting for {where}") from None
@@ -103,10 +105,12 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
         raise PromptError(f"cannot reach {where}: {exc}") from None
     finally:
         forget()
+        if response is not None:
+            response.close()  # it holds a reference to the socket of its own
         connection.close()
-    if response.status != 200:
+    if status != 200:
         snippet = data[:300].decode("utf-8", errors="replace").strip()
-        raise PromptError(f"{where} answered HTTP {response.status}: {snippet}")
+        raise PromptError(f"{where} answered HTTP {status}: {snippet}")
     return _content(data, where)
 
 
