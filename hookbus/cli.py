@@ -241,6 +241,28 @@ def _follow(
         return
 
 
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """Every plugin: entry-point name, distribution and version, what it provides, status."""
+    with _open_bus(args, quiet=True) as bus:
+        rows = [("NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES")]
+        for info in bus.plugin_infos:
+            if info.error:
+                status = f"failed: {info.error}"
+            elif info.blocked:
+                status = info.blocked
+            elif "recorder" in info.provides and info.name not in bus.active_recorders:
+                status = 'loaded (recorder not selected: settings.json "recorder")'
+            else:
+                status = "loaded"
+            provides = ", ".join(info.provides) or "-"
+            rows.append(
+                (info.name, info.distribution or "(in process)", info.version or "-", status, provides)
+            )
+        _print_table(rows)
+        print(f"\nrecording with: {', '.join(bus.active_recorders) or 'nothing'}")
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     """Run a watching bus in the foreground, printing each load, reload, skip and error."""
     import signal
@@ -330,6 +352,13 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
     log.add_argument("--json", action="store_true", help="print the raw JSON lines")
     log.set_defaults(func=cmd_log)
+
+    plugins = verbs.add_parser(
+        "plugins",
+        parents=[common],
+        help="list plugins: name, distribution, version, status and what each provides",
+    )
+    plugins.set_defaults(func=cmd_plugins)
 
     watch = verbs.add_parser(
         "watch",
