@@ -213,6 +213,9 @@ class HookBus:
                             "$.recorder",
                         )
                     )
+        # Recorders handed to HookBus(plugins=[...]) were asked for by the embedder: they record.
+        in_process = {info.name for info in self.plugin_infos if info.distribution is None}
+        chosen += [name for name in installed if name in in_process and name not in chosen]
         if not chosen:
             logger.error("no recorder is active: fires are not recorded")
         self.active_recorders = tuple(chosen)

@@ -78,6 +78,8 @@ class WorkflowRunner:
                 output, error, asked_thread = self._prompt(call, step, previous, step_deadline)
                 thread_id = asked_thread or thread_id
             if error is not None:
+                if call.cancel.cancelled:  # shutdown, not the step's fault
+                    return Outcome.fail_open(call.cancel.reason or "cancelled", thread_id)
                 return Outcome.fail_open(f"{label} failed: {error}", thread_id)
             previous = output
         return attrs.evolve(outcome_from_final_text(previous or ""), thread_id=thread_id)
