@@ -263,6 +263,16 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    """The JSON Schema of hook.json, with the action keys of the installed runners."""
+    from hookbus.plugins import build_plugin_manager, build_runner_table
+    from hookbus.schema import hook_schema
+
+    manager, _ = build_plugin_manager()
+    print(json.dumps(hook_schema(build_runner_table(manager)), indent=2, ensure_ascii=False))
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     """Run a watching bus in the foreground, printing each load, reload, skip and error."""
     import signal
@@ -359,6 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="list plugins: name, distribution, version, status and what each provides",
     )
     plugins.set_defaults(func=cmd_plugins)
+
+    schema = verbs.add_parser(
+        "schema",
+        parents=[common],
+        help="print the JSON Schema (draft 2020-12) of hook.json, installed runners included",
+    )
+    schema.set_defaults(func=cmd_schema)
 
     watch = verbs.add_parser(
         "watch",

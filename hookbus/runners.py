@@ -48,6 +48,9 @@ class Runner(Protocol):
         """
         ...
 
+    # Optional: ``def schema(self, key: str) -> dict`` returns the JSON Schema of the value
+    # under ``key`` for ``hookbus schema`` (``hookbus.schema.schema_of(OptionsClass)``).
+
 
 class CancelToken:
     """Lets ``close()`` stop a running hook: runners register how to kill what they started."""

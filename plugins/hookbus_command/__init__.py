@@ -6,6 +6,8 @@ exit 0 with nothing, text or a JSON decision; exit 2 to deny; anything else fail
 
 from __future__ import annotations
 
+from typing import Any
+
 from hookbus import hookimpl
 from hookbus.contract import outcome_from_command
 from hookbus.converter import json_type_name
@@ -24,6 +26,13 @@ class CommandRunner:
         if not value.strip():
             raise SpecError("the command is empty")
         return value
+
+    def schema(self, key: str) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "description": "A shell command, run as bash -c COMMAND with the envelope JSON on stdin.",
+        }
 
     def run(self, call: HookCall) -> Outcome:
         result = run_bash(

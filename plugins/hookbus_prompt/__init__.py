@@ -8,6 +8,8 @@ returns is recorded with the fire.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from hookbus import hookimpl
@@ -32,6 +34,13 @@ class PromptRunner:
         if not value.strip():
             raise SpecError("the prompt is empty")
         return value
+
+    def schema(self, key: str) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "description": "A prompt for an LLM; the envelope JSON is appended. It decides by its final text.",
+        }
 
     def run(self, call: HookCall) -> Outcome:
         try:

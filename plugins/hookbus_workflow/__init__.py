@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import attrs
 
@@ -27,7 +28,7 @@ from hookbus.prompts import PromptError
 from hookbus.runners import HookCall, ParseContext, RunnerRegistration
 from hookbus.settings import Settings
 
-from hookbus_workflow.schema import ConfigCache, Step, Workflow, parse_workflow
+from hookbus_workflow.schema import WORKFLOW_SCHEMA, ConfigCache, Step, Workflow, parse_workflow
 
 #: A previous step's output past this is cut in HOOKBUS_PREVIOUS_OUTPUT (the kernel caps
 #: one environment string at 128 KiB).
@@ -57,6 +58,11 @@ class WorkflowRunner:
         defined = ", ".join(sorted(config.workflows)) or "none"
         where = shown if config.path else f"{shown} (which does not exist)"
         raise SpecError(f"names no workflow in {where}; defined: {defined}")
+
+    def schema(self, key: str) -> dict[str, Any]:
+        if key == "workflow":
+            return {**WORKFLOW_SCHEMA, "description": "An inline workflow: steps of bash or prompt."}
+        return {"type": "string", "minLength": 1, "description": "A workflow of config/workflow.json."}
 
     def run(self, call: HookCall) -> Outcome:
         workflow: Workflow = call.hook.options

@@ -18,11 +18,35 @@ from hookbus.durations import parse_duration
 from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
+from hookbus.schema import DURATION
 
 CONFIG_NAMES: tuple[tuple[str, str], ...] = (("workflow.json", "json"), ("workflow.yaml", "yaml"))
 STEP_KINDS = ("bash", "prompt")
 _STEP_FIELDS = (*STEP_KINDS, "name", "timeout")
 _WORKFLOW_FIELDS = ("steps", "description")
+
+
+_TEXT = {"type": "string", "minLength": 1}
+STEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "bash": {**_TEXT, "description": "Envelope on stdin, previous output in HOOKBUS_PREVIOUS_OUTPUT."},
+        "prompt": {**_TEXT, "description": "Sent with the previous output and the envelope."},
+        "name": {"type": "string"},
+        "timeout": DURATION,
+    },
+    "additionalProperties": False,
+    "oneOf": [{"required": ["bash"]}, {"required": ["prompt"]}],
+}
+WORKFLOW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "description": {"type": "string"},
+        "steps": {"type": "array", "minItems": 1, "items": STEP_SCHEMA},
+    },
+    "required": ["steps"],
+    "additionalProperties": False,
+}
 
 
 @attrs.frozen

@@ -1,0 +1,120 @@
+"""The JSON Schema (draft 2020-12) of hook.json, for editors: ``hookbus schema``.
+
+It describes the hook fields, the ten events, and one property per action key that an
+installed runner registered, with that runner's options (``Runner.schema(key)``, which
+``schema_of`` can derive from an attrs options class).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal, Union
+
+import attrs
+
+from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES
+from hookbus.runners import RunnerTable
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"
+DURATION = {
+    "type": "string",
+    "pattern": DURATION_PATTERN,
+    "description": "A Go-style duration: 500ms, 5s, 10m, 1h30m.",
+}
+
+
+def schema_of(annotation: Any) -> dict[str, Any]:
+    """A JSON Schema for a type as the core's converter structures it: attrs classes
+    (unknown fields refused), str, bool, int, float, Literal, optional, lists, str-keyed dicts."""
+    if attrs.has(annotation):
+        hints = typing.get_type_hints(annotation)
+        properties = {}
+        required = []
+        for field in attrs.fields(annotation):
+            properties[field.name] = schema_of(hints[field.name])
+            if field.default is attrs.NOTHING:
+                required.append(field.name)
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+        if required:
+            schema["required"] = required
+        return schema
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if origin is Literal:
+        return {"enum": list(arguments)}
+    if origin in (Union, types.UnionType):
+        options = [schema_of(argument) for argument in arguments if argument is not type(None)]
+        if type(None) in arguments:
+            options.append({"type": "null"})
+        return options[0] if len(options) == 1 else {"anyOf": options}
+    if origin in (list, tuple):
+        return {"type": "array", "items": schema_of(arguments[0]) if arguments else {}}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": schema_of(arguments[1])}
+    simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    if annotation in simple:
+        return {"type": simple[annotation]}
+    return {}
+
+
+def hook_schema(runners: RunnerTable) -> dict[str, Any]:
+    """The schema of hook.json with the action keys of ``runners``."""
+    actions = {}
+    for entry in sorted(runners.entries(), key=lambda entry: entry.key):
+        describe = getattr(entry.runner, "schema", None)
+        action = dict(describe(entry.key)) if callable(describe) else {}
+        action.setdefault("description", f"An action run by the plugin {entry.plugin!r}.")
+        actions[entry.key] = action
+    exactly_one_action = [{"required": [key]} for key in actions]
+    schema: dict[str, Any] = {
+        "$schema": DRAFT,
+        "title": "hookbus hook spec (hooks/<id>/hook.json)",
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "Must equal the hook's directory name."},
+            "name": {"type": "string"},
+            "enabled": {"type": "boolean", "default": True},
+            "trigger": {
+                "type": "object",
+                "properties": {
+                    "event": {"enum": list(EVENT_NAMES)},
+                    "matcher": {
+                        "type": "string",
+                        "default": "",
+                        "description": 'A regex anchored to the whole field; "" or "*" match all.',
+                    },
+                },
+                "required": ["event"],
+                "additionalProperties": False,
+            },
+            "mode": {"enum": ["sync", "async"], "default": "async"},
+            "blocking": {"type": "boolean", "default": False},
+            "cwd": {"type": "string", "default": ""},
+            "timeout": {**DURATION, "description": DURATION["description"] + " Default 5s sync, 10m async."},
+            "created_by": {"type": "string"},
+            **actions,
+        },
+        "required": ["trigger"],
+        "additionalProperties": False,
+        "allOf": [
+            {
+                "if": {"properties": {"blocking": {"const": True}}, "required": ["blocking"]},
+                "then": {
+                    "properties": {
+                        "mode": {"const": "sync"},
+                        "trigger": {"properties": {"event": {"enum": list(BLOCKING_EVENTS)}}},
+                    },
+                    "required": ["mode"],
+                },
+            }
+        ],
+    }
+    if exactly_one_action:
+        schema["oneOf"] = exactly_one_action
+    return schema
