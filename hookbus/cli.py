@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.records import RunRecord
 
+#: How many of the latest records each poll of `log --follow` looks at, on other backends.
+FOLLOW_WINDOW = 500
 #: How long past the longest async timeout ``hookbus emit`` waits for its async hooks.
 EMIT_DRAIN_GRACE_SECONDS = 5.0
 
@@ -190,8 +192,30 @@ def cmd_log(args: argparse.Namespace) -> int:
             show(record)
         if args.follow:
             shown = {_identity(record) for record in history}
-            _follow(bus, args.hook, offsets, shown, show)
+            if bus.active_recorders[:1] == ("recorder",):
+                _follow(bus, args.hook, offsets, shown, show)
+            else:
+                _follow_any(bus, args.hook, shown, show)
     return 0
+
+
+def _follow_any(
+    bus: HookBus, hook_id: str | None, shown: set[str], show: Callable[[RunRecord], None]
+) -> None:
+    """Follow through ``hookbus_read_runs``, for recorders other than the JSONL one: poll the
+    latest records and print those not printed yet."""
+    import time
+
+    try:
+        while True:
+            time.sleep(0.2)
+            for record in bus.read_runs(hook_id, FOLLOW_WINDOW):
+                identity = _identity(record)
+                if identity not in shown:
+                    shown.add(identity)
+                    show(record)
+    except KeyboardInterrupt:
+        return
 
 
 def _identity(record: RunRecord) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -137,3 +138,157 @@ def test_a_runner_that_raises_fails_open_with_the_error_recorded(
     runs = bus.read_runs("b")
     assert runs[-1].status == "allow"
     assert runs[-1].error is not None and "raised RuntimeError: boom" in runs[-1].error
+
+
+# -- choosing plugins -----------------------------------------------------------------------
+
+
+def infos_by_name(bus: HookBus) -> dict[str, Any]:
+    return {info.name: info for info in bus.plugin_infos}
+
+
+def test_disable_plugins_blocks_by_entry_point_name(
+    write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "prompt, workflow")
+    write_hook("p", event="Stop", mode="sync", prompt="hi")
+    write_hook("c", event="Stop", mode="sync", command="echo still here")
+    bus = make_bus()
+    infos = infos_by_name(bus)
+    assert infos["prompt"].blocked == "blocked by HOOKBUS_DISABLE_PLUGINS"
+    assert infos["workflow"].blocked == "blocked by HOOKBUS_DISABLE_PLUGINS"
+    assert infos["command"].blocked is None
+    assert [str(p) for p in bus.problems] == [
+        "hooks/p/hook.json: no runner for 'prompt': it is provided by the built-in plugin "
+        "'prompt' (module hookbus_prompt), which is not installed or is disabled (see "
+        "`hookbus plugins`) @ $.prompt"
+    ]
+    assert bus.emit("Stop", {}).context == "still here"
+
+
+@pytest.mark.parametrize(
+    ("value", "loaded"),
+    [("", {"command", "resolver", "recorder"}), ("workflow", {"command", "resolver", "recorder", "workflow"})],
+    ids=["empty-means-essentials", "listed"],
+)
+def test_load_plugins_restricts_to_the_listed_ones(
+    value: str, loaded: set[str], make_bus: Maker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKBUS_LOAD_PLUGINS", value)
+    infos = infos_by_name(make_bus())
+    assert {name for name, info in infos.items() if info.blocked is None} >= loaded
+    assert infos["prompt"].blocked == "not listed in HOOKBUS_LOAD_PLUGINS"
+
+
+def test_the_resolver_cannot_be_disabled(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "resolver")
+    with pytest.raises(PluginError, match="no resolver plugin"):
+        HookBus(home)
+
+
+def test_what_each_built_in_provides(make_bus: Maker) -> None:
+    infos = infos_by_name(make_bus())
+    assert infos["command"].provides == ("runner:command",)
+    assert set(infos["workflow"].provides) == {"runner:workflow_id", "runner:workflow", "config checks"}
+    assert set(infos["prompt"].provides) == {"runner:prompt", "prompt provider", "config checks"}
+    assert infos["resolver"].provides == ("resolver",)
+    assert set(infos["recorder"].provides) == {"recorder", "run reader"}
+
+
+def test_hookbus_plugins_lists_the_built_ins(home: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "hookbus", "plugins", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES"]
+    rows = {line.split()[0]: line for line in lines[1:] if line.strip() and not line.startswith("recording")}
+    for name in ("command", "workflow", "prompt", "resolver", "recorder"):
+        assert "hookbus" in rows[name] and "loaded" in rows[name]
+    assert "runner:command" in rows["command"]
+    assert "recording with: recorder" in result.stdout
+
+
+# -- choosing recorders ---------------------------------------------------------------------
+
+
+class ListRecorder:
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+
+    @hookimpl
+    def hookbus_record(self, record: Any) -> None:
+        self.records.append(record)
+
+
+def test_an_in_process_recorder_records_beside_the_built_in(
+    home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    write_hook("c", event="Stop", mode="sync", command="true")
+    mine = ListRecorder()
+    bus = make_bus(plugins=[mine])
+    bus.emit("Stop", {})
+    assert [r.hook_id for r in bus.read_runs("c")] == ["c"]  # the built-in still records
+    assert [r.hook_id for r in mine.records] == ["c"]
+
+
+def test_blocking_the_default_recorder_by_name(
+    home: Path, write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "recorder")
+    write_hook("c", event="Stop", mode="sync", command="true")
+    mine = ListRecorder()
+    bus = make_bus(plugins=[mine])
+    assert bus.active_recorders == (bus.plugin_infos[-1].name,)
+    bus.emit("Stop", {})
+    bus.close()
+    assert len(mine.records) == 1
+    assert not (home / "logs").exists()
+    assert not (home / "hooks" / "c" / "state.json").exists()
+
+
+def test_a_recorder_setting_naming_nothing_installed_is_a_problem(
+    home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    (home / "settings.json").write_text(json.dumps({"recorder": "nosuch"}))
+    bus = make_bus()
+    assert [str(p) for p in bus.problems] == [
+        "settings.json: recorder 'nosuch' is not installed or is blocked (installed "
+        "recorders: recorder) @ $.recorder"
+    ]
+    assert bus.active_recorders == ()
+
+
+def test_a_recorder_setting_of_the_wrong_type(home: Path, make_bus: Maker) -> None:
+    (home / "settings.json").write_text(json.dumps({"recorder": 3}))
+    problems = [str(p) for p in make_bus().problems]
+    assert problems == ["settings.json: expected a recorder plugin name or a list of names @ $.recorder"]
+
+
+# -- hookbus.testing ------------------------------------------------------------------------
+
+
+def test_an_author_tests_a_runner_in_five_lines(hookbus_home: Any, hookbus_fire: Any) -> None:
+    hookbus_home.write_hook("h", event="Stop", mode="sync", echo={"text": "hi"})
+    fired = hookbus_fire("Stop")
+    assert fired.decision.context == "hi (Stop)"
+    assert fired.record_of("h").status == "context"
+
+
+@pytest.fixture
+def hookbus_plugins() -> list[object]:
+    return [EchoPlugin()]
+
+
+def test_the_capture_recorder_sees_async_fires(hookbus_home: Any, hookbus_bus: Any, hookbus_capture: Any) -> None:
+    hookbus_home.write_hook("a", event="Stop", command="echo later")
+    hookbus_bus.reload()
+    assert hookbus_bus.emit("Stop", {}).behavior == "allow"
+    [record] = hookbus_capture.wait_for(1)
+    assert (record.hook_id, record.mode, record.status) == ("a", "async", "done")
