@@ -354,26 +354,28 @@ class HookBus:
     def _run_sync(
         self, hooks: Sequence[Hook], event: str, envelope: Mapping[str, Any], payload: bytes
     ) -> list[tuple[Hook, Outcome, str, float]]:
+        """Run sync hooks: a lone one on this thread (no pool hop on the hot path), several
+        in parallel on the pool, each waited for up to its timeout plus a grace."""
         if len(hooks) == 1:
             return [self._run(hooks[0], event, envelope, payload)]
         pool = self._pool("sync")
-        futures = [
-            (hook, pool.submit(self._run, hook, event, envelope, payload)) for hook in hooks[1:]
-        ]
-        runs = [self._run(hooks[0], event, envelope, payload)]
-        for hook, future in futures:
-            runs.append(self._wait_for(hook, future))
-        return runs
+        submitted = time.time(), time.monotonic()
+        futures = [(hook, pool.submit(self._run, hook, event, envelope, payload)) for hook in hooks]
+        return [self._wait_for(hook, future, submitted) for hook, future in futures]
 
     def _wait_for(
-        self, hook: Hook, future: Future[tuple[Hook, Outcome, str, float]]
+        self,
+        hook: Hook,
+        future: Future[tuple[Hook, Outcome, str, float]],
+        submitted: tuple[float, float],
     ) -> tuple[Hook, Outcome, str, float]:
-        started = time.time()
+        wall, monotonic = submitted
+        remaining = monotonic + hook.timeout + RUNNER_GRACE_SECONDS - time.monotonic()
         try:
-            return future.result(timeout=hook.timeout + RUNNER_GRACE_SECONDS)
+            return future.result(timeout=max(0.0, remaining))
         except FutureTimeout:
             error = f"runner {hook.runner_plugin!r} did not return within its timeout"
-            return hook, Outcome.fail_open(error), utc_timestamp(started), hook.timeout
+            return hook, Outcome.fail_open(error), utc_timestamp(wall), time.monotonic() - monotonic
 
     def _run(
         self,

@@ -130,6 +130,8 @@ def build_plugin_manager(
         manager.register(plugin, name=entry_point.name)
         infos.append(PluginInfo(entry_point.name, entry_point.value, item.distribution, item.version))
     for plugin in extra_plugins:
+        if manager.is_registered(plugin):
+            continue  # an installed plugin handed in again: it is in already
         name = manager.register(plugin)
         infos.append(PluginInfo(name or repr(plugin), _module_of(plugin)))
     try:

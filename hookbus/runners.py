@@ -44,7 +44,10 @@ class Runner(Protocol):
 
     def run(self, call: HookCall) -> Outcome:
         """Run one fire and say what it decided. Never raise for a failing action:
-        return ``Outcome.fail_open(error)``. Honour ``call.deadline`` and ``call.cancel``.
+        return ``Outcome.fail_open(error)``. Honour ``call.deadline`` and ``call.cancel``:
+        when several sync hooks run, the bus stops waiting for a runner one second past its
+        deadline, but a lone sync hook runs on the emitting thread, so only the runner
+        itself can keep its deadline there.
         """
         ...
 

@@ -242,6 +242,7 @@ def test_blocking_the_default_recorder_by_name(
     home: Path, write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "recorder")
+    monkeypatch.setenv("HOOKBUS_LOAD_PLUGINS", "")  # no installed third-party recorder either
     write_hook("c", event="Stop", mode="sync", command="true")
     mine = ListRecorder()
     bus = make_bus(plugins=[mine])
@@ -254,8 +255,9 @@ def test_blocking_the_default_recorder_by_name(
 
 
 def test_a_recorder_setting_naming_nothing_installed_is_a_problem(
-    home: Path, write_hook: Writer, make_bus: Maker
+    home: Path, write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("HOOKBUS_LOAD_PLUGINS", "")  # only the built-in recorder is installed
     (home / "settings.json").write_text(json.dumps({"recorder": "nosuch"}))
     bus = make_bus()
     assert [str(p) for p in bus.problems] == [
