@@ -7,11 +7,19 @@ is rejected instead of becoming True. Every failure comes back as a list of
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
 import attrs
 import cattrs
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    is_mapping,
+    is_sequence,
+    list_structure_factory,
+    mapping_structure_factory,
+)
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn
 
@@ -82,6 +90,37 @@ def _make_converter() -> cattrs.Converter:
         return structure
 
     converter.register_structure_hook_factory(attrs.has, attrs_class_hook)
+
+    # Collections are strict too: a string is not an array of characters, a list is not
+    # an object.
+    def checked(
+        expected: tuple[type, ...], name: str, make: Callable[[Any, Any], Any]
+    ) -> Callable[[Any], Callable[[object, object], Any]]:
+        def factory(cls: Any) -> Callable[[object, object], Any]:
+            generated = make(cls, converter)
+
+            def structure(value: object, target: object) -> object:
+                if not isinstance(value, expected):
+                    raise TypeError(f"expected {name}, got {json_type_name(value)}")
+                return generated(value, target)
+
+            return structure
+
+        return factory
+
+    def is_tuple(cls: Any) -> bool:
+        return is_sequence(cls) and typing.get_origin(cls) is tuple
+
+    converter.register_structure_hook_factory(
+        is_tuple, checked((list, tuple), "an array", homogenous_tuple_structure_factory)
+    )
+    converter.register_structure_hook_factory(
+        lambda cls: is_sequence(cls) and not is_tuple(cls),
+        checked((list, tuple), "an array", list_structure_factory),
+    )
+    converter.register_structure_hook_factory(
+        is_mapping, checked((Mapping,), "an object", mapping_structure_factory)
+    )
     return converter
 
 

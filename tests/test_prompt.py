@@ -557,3 +557,45 @@ def test_aemit_with_a_sync_prompt_hook_does_not_block_the_loop(
     assert len(server.requests) == 1
     # Blocked for the 0.5 s answer, the ticker would have ticked once or twice at most.
     assert ticks >= 5, f"the loop ticked only {ticks} times while the hook waited 0.5s"
+
+
+@pytest.mark.timeout(30)
+def test_close_interrupts_a_reply_whose_body_never_comes(
+    home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    """A server that sends HTTP/1.0 headers and then goes silent: http.client forgets the
+    socket once it has those headers, yet close() must still cut the request short."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    answered = threading.Event()
+    done = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\n")
+            answered.set()
+            done.wait(20)
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        settings = {"prompt_provider": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}}
+        (home / "settings.json").write_text(json.dumps(settings))
+        write_hook("silent", event="Stop", prompt="anything")
+        bus = make_bus()
+        bus.emit("Stop", {})
+        assert answered.wait(10)
+        started = time.monotonic()
+        bus.close(timeout=0.3)
+        assert time.monotonic() - started < 5
+        assert read_state(home, "silent")["last_error"] == "cancelled at shutdown"
+    finally:
+        done.set()
+        server.join(10)
+        listener.close()

@@ -80,9 +80,12 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
     ).encode()
     where = f"{parts.scheme}://{parts.netloc}{parts.path}"
 
+    # The socket is kept from the connect on: http.client forgets it once a reply that
+    # closes the connection has its headers, yet cancelling and timing out need it still.
+    sockets: list[socket.socket] = []
+
     def interrupt() -> None:  # close() is shutting down: unblock the read
-        sock = connection.sock
-        if sock is not None:
+        for sock in sockets:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -92,10 +95,17 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
     started = time.monotonic()
     response: http.client.HTTPResponse | None = None
     try:
+        connection.connect()
+        assert connection.sock is not None
+        sockets.append(connection.sock)
+        if request.cancel.cancelled:
+            raise PromptError(request.cancel.reason or "cancelled")
         connection.request("POST", parts.path + (f"?{parts.query}" if parts.query else ""), body, headers)
         response = connection.getresponse()
-        data = _read(response, connection, request)
+        data = _read(response, sockets[0], request)
         status = response.status
+        if request.cancel.cancelled:  # the shutdown ended the read early
+            raise PromptError(request.cancel.reason or "cancelled")
     except (TimeoutError, socket.timeout):
         waited = format_duration(time.monotonic() - started)
         raise PromptError(f"timed out after {waited} waiting for {where}") from None
@@ -114,7 +124,7 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
     return _content(data, where)
 
 
-def _read(response: http.client.HTTPResponse, connection: http.client.HTTPConnection, request: PromptRequest) -> bytes:
+def _read(response: http.client.HTTPResponse, sock: socket.socket, request: PromptRequest) -> bytes:
     """The body, read under the request's deadline (a slow drip cannot stretch it)."""
     chunks: list[bytes] = []
     size = 0
@@ -122,8 +132,7 @@ def _read(response: http.client.HTTPResponse, connection: http.client.HTTPConnec
         remaining = request.remaining()
         if remaining <= 0:
             raise TimeoutError
-        if connection.sock is not None:
-            connection.sock.settimeout(remaining)
+        sock.settimeout(remaining)
         chunk = response.read1(65536)
         if not chunk:
             return b"".join(chunks)
