@@ -52,6 +52,7 @@ DEFAULT_RECORDER = "recorder"
 #: How long HookBus(watch=True) waits for the watch to be in place before it returns.
 WATCH_READY_SECONDS = 5.0
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
+CANNOT_BLOCK_NOTE = "not applied: {event} cannot block or rewrite; only context from it is used"
 
 
 def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes]:
@@ -214,7 +215,7 @@ class HookBus:
                         )
                     )
         # Recorders handed to HookBus(plugins=[...]) were asked for by the embedder: they record.
-        in_process = {info.name for info in self.plugin_infos if info.distribution is None}
+        in_process = {info.name for info in self.plugin_infos if info.in_process}
         chosen += [name for name in installed if name in in_process and name not in chosen]
         if not chosen:
             logger.error("no recorder is active: fires are not recorded")
@@ -444,7 +445,8 @@ class HookBus:
         results = []
         for hook, outcome, _, _ in runs:
             if not hook.spec.blocking and outcome.behavior in ("deny", "modify"):
-                notes[hook.id] = NOT_BLOCKING_NOTE
+                can_block = EVENTS[event].can_block
+                notes[hook.id] = NOT_BLOCKING_NOTE if can_block else CANNOT_BLOCK_NOTE.format(event=event)
                 outcome = Outcome("context", context=outcome.context) if outcome.context else Outcome()
             results.append(HookResult(hook.id, outcome))
         decision = self._resolve(event, results)

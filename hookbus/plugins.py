@@ -52,6 +52,8 @@ class PluginInfo:
     blocked: str | None = None
     #: What it provides: runner keys (``runner:http``), resolver, recorder, ...
     provides: tuple[str, ...] = ()
+    #: Handed to ``HookBus(plugins=[...])``: the embedder asked for it (a recorder records).
+    in_process: bool = False
 
 
 def _names(value: str | None) -> set[str]:
@@ -130,10 +132,12 @@ def build_plugin_manager(
         manager.register(plugin, name=entry_point.name)
         infos.append(PluginInfo(entry_point.name, entry_point.value, item.distribution, item.version))
     for plugin in extra_plugins:
-        if manager.is_registered(plugin):
-            continue  # an installed plugin handed in again: it is in already
+        if manager.is_registered(plugin):  # an installed plugin handed in again
+            name = manager.get_name(plugin)
+            infos = [attrs.evolve(i, in_process=True) if i.name == name else i for i in infos]
+            continue
         name = manager.register(plugin)
-        infos.append(PluginInfo(name or repr(plugin), _module_of(plugin)))
+        infos.append(PluginInfo(name or repr(plugin), _module_of(plugin), in_process=True))
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as exc:

@@ -7,6 +7,7 @@ installed runner registered, with that runner's options (``Runner.schema(key)``,
 
 from __future__ import annotations
 
+import collections.abc
 import types
 import typing
 from typing import Any, Literal, Union
@@ -53,9 +54,9 @@ def schema_of(annotation: Any) -> dict[str, Any]:
         if type(None) in arguments:
             options.append({"type": "null"})
         return options[0] if len(options) == 1 else {"anyOf": options}
-    if origin in (list, tuple):
+    if origin in (list, tuple, collections.abc.Sequence):
         return {"type": "array", "items": schema_of(arguments[0]) if arguments else {}}
-    if origin is dict:
+    if origin in (dict, collections.abc.Mapping):
         return {"type": "object", "additionalProperties": schema_of(arguments[1])}
     simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
     if annotation in simple:
