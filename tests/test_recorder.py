@@ -337,7 +337,9 @@ def test_non_blocking_veto_is_recorded_but_not_applied(
     assert entry["status"] == status
     assert entry["decision"] == hook_decision
     assert entry["note"].startswith("not applied")
-    assert "not blocking" in entry["note"]
+    # A blocking event says how to make it apply; one that cannot block says so.
+    expected = "not blocking" if event in ("PreToolUse", "UserPromptSubmit", "PermissionRequest") else "cannot block"
+    assert entry["note"].startswith("not applied") and expected in entry["note"]
     assert read_state(home, "soft")["last_status"] == status
 
 

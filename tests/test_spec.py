@@ -142,7 +142,9 @@ def test_each_mistake_skips_only_that_hook(
     location: str | None,
     write_hook: Callable[..., Path],
     make_bus: Callable[..., HookBus],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "http")  # as if hookbus-http were not installed
     raw = spec if isinstance(spec, (str, bytes)) else json.dumps(spec)
     write_hook("x", raw=raw)
     write_hook("good", event="PreToolUse", mode="sync", command="echo fine")
