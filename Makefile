@@ -3,13 +3,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The contrib distributions (hookbus-http, hookbus-sqlite, hookbus-otel): installed beside
+# hookbus, as a user would pip install them, and tested with it.
+CONTRIB := $(wildcard contrib/hookbus-*)
+TYPED := hookbus plugins $(foreach dist,$(CONTRIB),$(dist)/$(subst -,_,$(notdir $(dist))))
 
 .PHONY: demo test typecheck clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(foreach dist,$(CONTRIB),$(dist)/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test]" $(foreach dist,$(CONTRIB),-e $(dist))
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -17,10 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
-	$(BIN)/python -m mypy --strict hookbus plugins
+	$(BIN)/python -m mypy --strict $(TYPED)
 
 typecheck: $(STAMP)
-	$(BIN)/python -m mypy --strict hookbus plugins
+	$(BIN)/python -m mypy --strict $(TYPED)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache
+	rm -rf $(VENV) build *.egg-info contrib/*/*.egg-info .mypy_cache .pytest_cache
