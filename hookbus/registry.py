@@ -6,6 +6,7 @@ swaps it in with one assignment, so an emit in flight keeps the one it started w
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -32,6 +33,12 @@ class EventIndex:
     #: Hooks with a true regex matcher, tried one by one.
     regex: tuple[Hook, ...]
 
+    #: All the regexes as one alternation, to rule a value out in one search; None when
+    #: they cannot be combined (a backreference, a repeated group name).
+    any_regex: re.Pattern[str] | None = None
+    #: Results of regex matching by field value (tool names repeat, so this stays small).
+    _memo: dict[str, tuple[Hook, ...]] = attrs.field(factory=dict, eq=False, repr=False)
+
     @classmethod
     def build(cls, field: str | None, hooks: Iterable[Hook]) -> EventIndex:
         match_all: list[Hook] = []
@@ -46,20 +53,56 @@ class EventIndex:
             else:
                 regex.append(hook)
         by_name = {name: _by_id([*match_all, *group]) for name, group in named.items()}
-        return cls(field, _by_id(match_all), MappingProxyType(by_name), _by_id(regex))
+        return cls(
+            field,
+            _by_id(match_all),
+            MappingProxyType(by_name),
+            _by_id(regex),
+            _combine(hook.matcher.source for hook in regex),
+        )
 
     def match(self, envelope: Mapping[str, Any]) -> tuple[Hook, ...]:
         """The hooks whose matcher accepts the envelope's matcher field, in hook-id order."""
         if self.field is None:
             return self.match_all
         value = envelope.get(self.field)
-        if not isinstance(value, str):
+        if value.__class__ is not str:
             value = ""
-        found = self.by_name.get(value, self.match_all)
         if not self.regex:
-            return found
-        extra = [hook for hook in self.regex if hook.matcher.matches(value)]
-        return _by_id([*found, *extra]) if extra else found
+            return self.by_name.get(value, self.match_all)
+        found = self._memo.get(value)
+        if found is None:
+            found = self._match_regexes(value)
+        return found
+
+    def _match_regexes(self, value: str) -> tuple[Hook, ...]:
+        found = self.by_name.get(value, self.match_all)
+        if self.any_regex is None or self.any_regex.fullmatch(value) is not None:
+            extra = [hook for hook in self.regex if hook.matcher.matches(value)]
+            if extra:
+                found = _by_id([*found, *extra])
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()  # a flood of distinct values must not grow memory
+        self._memo[value] = found
+        return found
+
+
+#: How many distinct field values an EventIndex remembers regex results for.
+MEMO_LIMIT = 4096
+
+
+def _combine(sources: Iterable[str]) -> re.Pattern[str] | None:
+    sources = list(sources)
+    if not sources or any(_BACKREFERENCE.search(source) for source in sources):
+        return None
+    try:
+        return re.compile("|".join(f"(?:{source})" for source in sources))
+    except re.error:
+        return None
+
+
+# \1 or (?P=name): renumbered or renamed by an alternation, so such patterns stay apart.
+_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
 
 
 def _by_id(hooks: Iterable[Hook]) -> tuple[Hook, ...]:

@@ -122,3 +122,32 @@ def test_format_duration() -> None:
         "2m5s",
         "1h30m0s",
     ]
+
+
+def test_regex_results_are_remembered_but_bounded(
+    write_hook: Callable[..., Path], make_bus: Callable[..., HookBus]
+) -> None:
+    from hookbus.registry import MEMO_LIMIT
+
+    write_hook("r", matcher="mcp__.*", mode="sync", command="echo r")
+    bus = make_bus()
+    index = bus.snapshot.index["PreToolUse"]
+    for number in range(MEMO_LIMIT + 10):
+        bus.emit("PreToolUse", {"tool_name": f"tool{number}"})
+    assert len(index._memo) <= MEMO_LIMIT
+    assert bus.emit("PreToolUse", {"tool_name": "mcp__x"}).context == "r"
+    assert bus.emit("PreToolUse", {"tool_name": "mcp__x"}).context == "r"  # remembered
+
+
+def test_backreferences_keep_their_meaning(
+    write_hook: Callable[..., Path], make_bus: Callable[..., HookBus]
+) -> None:
+    """Regexes are combined into one alternation for speed, except when that would
+    renumber a backreference."""
+    write_hook("a", matcher=r"(x)\1", mode="sync", command="echo a")
+    write_hook("b", matcher=r"(y+)z", mode="sync", command="echo b")
+    bus = make_bus()
+    assert bus.snapshot.index["PreToolUse"].any_regex is None
+    assert bus.emit("PreToolUse", {"tool_name": "xx"}).context == "a"
+    assert bus.emit("PreToolUse", {"tool_name": "yyz"}).context == "b"
+    assert bus.emit("PreToolUse", {"tool_name": "xy"}).behavior == "allow"
