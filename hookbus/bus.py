@@ -119,6 +119,7 @@ class HookBus:
         self._load_errors: dict[str, str | None] = {}
         #: The recorder plugins that record and answer ``read_runs`` (settings "recorder").
         self.active_recorders: tuple[str, ...] = ()
+        self._newly_active: set[str] = set()
         self._snapshot = Snapshot.build({}, Settings(), (), generation=0)
         for plugin, call in each_implementation(self._plugins.hook.hookbus_startup, bus=self):
             try:
@@ -219,6 +220,7 @@ class HookBus:
         chosen += [name for name in installed if name in in_process and name not in chosen]
         if not chosen:
             logger.error("no recorder is active: fires are not recorded")
+        self._newly_active |= set(chosen) - set(self.active_recorders)
         self.active_recorders = tuple(chosen)
         return problems
 
@@ -230,7 +232,8 @@ class HookBus:
                 yield name, calls[name]
 
     def _record_load_errors(self) -> None:
-        """Tell recorders about load errors that appeared or went away (state.json's last_error)."""
+        """Tell recorders about load errors that appeared or went away (state.json's
+        last_error). A recorder that has just become active hears of every current one."""
         current = self._loader.load_errors()
         changed = {
             hook_id: error
@@ -238,13 +241,17 @@ class HookBus:
             if self._load_errors.get(hook_id, "unknown") != error
         }
         self._load_errors = current
-        if not changed:
-            return
-        for plugin, call in self._recorder_calls("hookbus_record_load_errors", bus=self, errors=changed):
-            try:
-                call()
-            except Exception as exc:
-                self._report.failed(f"recorder {plugin!r}", f"recorder {plugin!r} raised {type(exc).__name__}: {exc}")
+        newly_active, self._newly_active = self._newly_active, set()
+        for errors, wanted in ((changed, lambda name: name not in newly_active), (current, newly_active.__contains__)):
+            if not errors:
+                continue
+            for plugin, call in self._recorder_calls("hookbus_record_load_errors", bus=self, errors=errors):
+                if not wanted(plugin):
+                    continue
+                try:
+                    call()
+                except Exception as exc:
+                    self._report.failed(f"recorder {plugin!r}", f"recorder {plugin!r} raised {type(exc).__name__}: {exc}")
 
     def reload(self) -> Snapshot:
         """Re-read settings and every hook now, and swap the new snapshot in whole."""
@@ -588,8 +595,13 @@ class HookBus:
 
     def read_runs(self, hook_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
         """Recorded fires, oldest first, from the first active recorder that can read them."""
-        for _, call in self._recorder_calls("hookbus_read_runs", bus=self, hook_id=hook_id, limit=limit):
-            runs = call()
+        for plugin, call in self._recorder_calls("hookbus_read_runs", bus=self, hook_id=hook_id, limit=limit):
+            try:
+                runs = call()
+            except Exception as exc:
+                key = f"reader {plugin!r}"
+                self._report.failed(key, f"recorder {plugin!r} could not read runs: {type(exc).__name__}: {exc}")
+                continue
             if runs is not None:
                 return list(runs)
         return []

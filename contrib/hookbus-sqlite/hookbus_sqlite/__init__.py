@@ -1,0 +1,167 @@
+"""hookbus-sqlite: a recorder that keeps every fire in one SQLite database.
+
+Select it in settings.json with ``{"recorder": "sqlite"}`` (or ``["recorder", "sqlite"]``
+to keep state.json and the JSONL log too). The database is ``<home>/logs/hooks.sqlite3``
+unless ``{"sqlite_recorder": {"path": "..."}}`` says otherwise (relative to the home).
+
+Records are written by a background thread (see ``writer``); ``hookbus_shutdown`` drains
+it. ``query`` reads the database from anywhere::
+
+    from hookbus_sqlite import query
+    denied = query("~/.vix/logs/hooks.sqlite3", status="deny", since="2026-11-29")
+"""
+
+from __future__ import annotations
+
+import atexit
+import difflib
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from hookbus import hookimpl
+from hookbus.errors import Problem
+from hookbus.home import Home
+from hookbus.records import RunRecord
+from hookbus.reporting import ReportOnce
+from hookbus.settings import Settings
+
+from hookbus_sqlite.database import (
+    BUSY_TIMEOUT_SECONDS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    LoadErrorsUpdate,
+    connect,
+    insert,
+    load_errors,
+    query,
+    timestamp,
+)
+from hookbus_sqlite.writer import SQLiteWriter
+
+if TYPE_CHECKING:
+    from hookbus.bus import HookBus
+
+__version__ = "0.1.0"
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "DEFAULT_PATH",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SETTING",
+    "config_problems",
+    "connect",
+    "database_path",
+    "insert",
+    "load_errors",
+    "query",
+    "timestamp",
+]
+
+logger = logging.getLogger("hookbus")
+
+#: The database, relative to the home, when settings.json does not name one.
+DEFAULT_PATH = "logs/hooks.sqlite3"
+#: The settings.json key this plugin owns: ``{"sqlite_recorder": {"path": "..."}}``.
+SETTING = "sqlite_recorder"
+_KEYS = ("path",)
+#: How long closing a bus (or reading the runs) waits for its records to reach the disk.
+FLUSH_TIMEOUT_SECONDS = 30.0
+#: How long the end of the process waits for records of buses never closed.
+EXIT_FLUSH_SECONDS = 5.0
+
+writer = SQLiteWriter()
+_report = ReportOnce()
+os.register_at_fork(after_in_child=writer.after_fork_in_child)
+atexit.register(writer.flush, EXIT_FLUSH_SECONDS)
+
+
+def database_path(home: Home | str | os.PathLike[str], settings: Mapping[str, Any] | None = None) -> Path:
+    """The database of ``home`` as settings.json (the document, ``settings``) names it:
+    ``sqlite_recorder.path``, ``~`` expanded, relative to the home; else ``logs/hooks.sqlite3``.
+    A setting that is not a non-empty string is ignored (``config_problems`` says why)."""
+    root = home.root if isinstance(home, Home) else Home.resolve(home).root
+    configured = (settings or {}).get(SETTING)
+    chosen = configured.get("path") if isinstance(configured, Mapping) else None
+    if not isinstance(chosen, str) or not chosen.strip():
+        chosen = DEFAULT_PATH
+    path = Path(chosen)
+    try:
+        path = path.expanduser()
+    except RuntimeError:  # ~user of no such user: taken literally
+        pass
+    return root / path
+
+
+def config_problems(raw_settings: Mapping[str, Any]) -> list[Problem]:
+    """What is wrong with settings.json's ``sqlite_recorder``, path-qualified."""
+    if SETTING not in raw_settings:
+        return []
+    value = raw_settings[SETTING]
+    where = f"$.{SETTING}"
+    if not isinstance(value, Mapping):
+        return [Problem("settings.json", 'expected an object like {"path": "logs/hooks.sqlite3"}', where)]
+    problems = []
+    for key in value:
+        if key not in _KEYS:
+            close = difflib.get_close_matches(str(key), _KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(_KEYS)})"
+            problems.append(Problem("settings.json", f"unknown key {key!r}{hint}", where))
+    path = value.get("path")
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        problems.append(
+            Problem(
+                "settings.json",
+                f"expected a file path (relative to the home); recording in {DEFAULT_PATH}",
+                f"{where}.path",
+            )
+        )
+    return problems
+
+
+def _path_of(bus: HookBus) -> Path:
+    return database_path(bus.home, bus.snapshot.settings.raw)
+
+
+@hookimpl
+def hookbus_startup(bus: HookBus) -> None:
+    writer.acquire()
+
+
+@hookimpl
+def hookbus_shutdown(bus: HookBus) -> None:
+    writer.release(id(bus), FLUSH_TIMEOUT_SECONDS)
+
+
+@hookimpl
+def hookbus_record(bus: HookBus, record: RunRecord) -> None:
+    writer.submit(_path_of(bus), record, id(bus))
+
+
+@hookimpl
+def hookbus_record_load_errors(bus: HookBus, errors: Mapping[str, str | None]) -> None:
+    writer.submit(_path_of(bus), LoadErrorsUpdate(errors), id(bus))
+
+
+@hookimpl
+def hookbus_read_runs(bus: HookBus, hook_id: str | None, limit: int | None) -> list[RunRecord] | None:
+    """From the database; None (the next recorder answers) when it cannot be read."""
+    path = _path_of(bus)
+    writer.flush(FLUSH_TIMEOUT_SECONDS)
+    key = f"reading {path}"
+    try:
+        runs = query(path, hook_id=hook_id, limit=None if limit is None else max(0, limit))
+    except FileNotFoundError:
+        return []  # nothing recorded yet
+    except (sqlite3.Error, OSError) as exc:
+        _report.failed(key, f"hookbus sqlite recorder: reading {path} failed ({type(exc).__name__}: {exc})")
+        return None
+    _report.succeeded(key)
+    return runs
+
+
+@hookimpl
+def hookbus_config_problems(home: Home, settings: Settings) -> list[Problem]:
+    return config_problems(settings.raw)
