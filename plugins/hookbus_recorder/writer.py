@@ -1,15 +1,16 @@
 """One background thread that writes the records of every open bus in this process.
 
-Emit only appends to a queue. The thread takes what has queued up, writes each log line,
-then updates each hook's state.json once for all of its new runs. ``flush`` waits until
-everything submitted before it is on disk; the thread ends when the last bus releases it.
+Emit only appends to a queue. The thread takes what has queued up and writes each log line
+at once; a hook's state.json is rewritten once for all the runs of the last 50 ms, so a busy
+hook costs one state write per 50 ms rather than one per fire. ``flush`` writes everything
+submitted before it, state.json included; the thread ends when the last bus releases it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict, deque
+from collections import deque
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -30,12 +31,25 @@ class LoadErrors:
     errors: Mapping[str, str | None]
 
 
+#: A busy hook's state.json is rewritten at most this often.
+STATE_DELAY_SECONDS = 0.05
+#: Log lines are written in batches gathered over this long: one wake-up of the writer per
+#: batch, not per fire, keeps it off the emitting thread's back.
+LOG_DELAY_SECONDS = 0.005
+
+
 class RecordWriter:
     def __init__(self) -> None:
         self._condition = threading.Condition()
         self._queue: deque[tuple[Home, RunRecord | LoadErrors]] = deque()
         self._submitted = 0
-        self._written = 0
+        #: Items fully on disk: a record once its log line and its state.json are written.
+        self._done = 0
+        #: ``flush`` wants everything up to this many items on disk now, not after a delay.
+        self._flush_target = 0
+        #: Runs already in the log whose state.json update is waiting to be coalesced.
+        self._pending: dict[Path, list[RunRecord]] = {}
+        self._pending_since: dict[Path, float] = {}
         self._users = 0
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -69,14 +83,17 @@ class RecordWriter:
             self._queue.append((home, record))
             self._submitted += 1
             self._ensure_thread()
-            self._condition.notify_all()
+            if len(self._queue) == 1:  # the writer is (or will be) gathering: no need to wake it
+                self._condition.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every record submitted so far is written; False on timeout."""
+        """Write everything submitted so far, state.json included; False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
             target = self._submitted
-            while self._written < target:
+            self._flush_target = max(self._flush_target, target)
+            self._condition.notify_all()
+            while self._done < target:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -94,28 +111,43 @@ class RecordWriter:
     def _run(self) -> None:
         while True:
             with self._condition:
-                while not self._queue and not self._stopping:
-                    self._condition.wait()
-                if not self._queue and self._stopping:
-                    return
+                while True:
+                    urgent = self._stopping or self._flush_target > self._done
+                    if self._queue or (urgent and self._pending):
+                        break
+                    if self._stopping:
+                        return
+                    due = min(self._pending_since.values(), default=None)
+                    if due is not None and time.monotonic() >= due + STATE_DELAY_SECONDS:
+                        break
+                    wait = None if due is None else due + STATE_DELAY_SECONDS - time.monotonic()
+                    self._condition.wait(wait)
+                urgent = self._stopping or self._flush_target > self._done
+                if self._queue and not urgent:
+                    self._condition.wait(LOG_DELAY_SECONDS)  # let a batch gather
                 batch = list(self._queue)
                 self._queue.clear()
-            self._write(batch)
+                urgent = self._stopping or self._flush_target > self._done
+            done = self._write(batch)
+            done += self._write_states(force=urgent)
             with self._condition:
-                self._written += len(batch)
+                self._done += done
                 self._condition.notify_all()
 
-    def _write(self, batch: list[tuple[Home, RunRecord | LoadErrors]]) -> None:
-        by_hook: dict[Path, list[RunRecord]] = defaultdict(list)
+    def _write(self, batch: list[tuple[Home, RunRecord | LoadErrors]]) -> int:
+        """Log lines now; state.json runs pending. Returns the items done already."""
+        done = 0
+        now = time.monotonic()
         for home, record in batch:
             if isinstance(record, LoadErrors):
-                self._write_runs(by_hook)  # keep the order of runs and load errors
+                done += self._write_states(force=True)  # keep runs and load errors in order
                 for hook_id, error in record.errors.items():
                     hook_dir = home.hook_dir(hook_id)
                     self._guard(
                         f"writing {hook_dir / 'state.json'}",
                         lambda: set_load_error(hook_dir, error),
                     )
+                done += 1
                 continue
             self._guard(
                 f"writing the hook log in {home.logs_dir}",
@@ -123,15 +155,27 @@ class RecordWriter:
                     log_path(home.logs_dir, record.at), record.log_entry()
                 ),
             )
-            by_hook[home.hook_dir(record.hook_id)].append(record)
-        self._write_runs(by_hook)
+            hook_dir = home.hook_dir(record.hook_id)
+            self._pending.setdefault(hook_dir, []).append(record)
+            self._pending_since.setdefault(hook_dir, now)
+        return done
 
-    def _write_runs(self, by_hook: dict[Path, list[RunRecord]]) -> None:
-        for hook_dir, runs in by_hook.items():
-            self._guard(
-                f"writing {hook_dir / 'state.json'}", lambda: append_runs(hook_dir, runs)
-            )
-        by_hook.clear()
+    def _write_states(self, force: bool) -> int:
+        """Update the state.json of hooks whose runs have waited long enough (all if
+        ``force``); returns how many runs that covered."""
+        now = time.monotonic()
+        due = [
+            hook_dir
+            for hook_dir, since in self._pending_since.items()
+            if force or now >= since + STATE_DELAY_SECONDS
+        ]
+        done = 0
+        for hook_dir in due:
+            runs = self._pending.pop(hook_dir)
+            del self._pending_since[hook_dir]
+            self._guard(f"writing {hook_dir / 'state.json'}", lambda: append_runs(hook_dir, runs))
+            done += len(runs)
+        return done
 
     def _guard(self, what: str, action: Callable[[], None]) -> None:
         try:
