@@ -3,31 +3,73 @@
     from hookbus import HookBus
     with HookBus(home="~/.vix") as bus:
         decision = bus.emit("PreToolUse", {"tool_name": "write_file", "tool_input": {...}})
+
+The names below are imported on first use (PEP 562), so that ``hookbus`` on the command
+line starts without loading what a verb does not need.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from hookbus.hookspecs import hookimpl, hookspec
 
-from hookbus.bus import HookBus
-from hookbus.contract import outcome_from_command, outcome_from_object, outcome_from_text
-from hookbus.decision import ALLOW, Decision, HookResult, Outcome
-from hookbus.errors import (
-    BusClosedError,
-    HookBusError,
-    HookNotFoundError,
-    PluginError,
-    Problem,
-    SpecError,
-    UnknownEventError,
-)
-from hookbus.events import EVENT_NAMES, EVENTS, EventInfo
-from hookbus.home import Home
-from hookbus.records import RunRecord
-from hookbus.runners import CancelToken, HookCall, ParseContext, Runner, RunnerRegistration
-from hookbus.spec import Hook, HookSpec, Trigger
+if TYPE_CHECKING:
+    from hookbus.bus import HookBus
+    from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_object
+    from hookbus.decision import ALLOW, Decision, HookResult, Outcome
+    from hookbus.errors import (
+        BusClosedError,
+        HookBusError,
+        HookNotFoundError,
+        PluginError,
+        Problem,
+        SpecError,
+        UnknownEventError,
+    )
+    from hookbus.events import EVENT_NAMES, EVENTS, EventInfo
+    from hookbus.home import Home
+    from hookbus.prompts import PromptError, PromptRequest, PromptResult
+    from hookbus.records import RunRecord
+    from hookbus.runners import CancelToken, HookCall, ParseContext, Runner, RunnerRegistration
+    from hookbus.spec import Hook, HookSpec, Trigger
 
 __version__ = "0.1.0"
+
+_WHERE = {
+    "HookBus": "hookbus.bus",
+    "outcome_from_command": "hookbus.contract",
+    "outcome_from_final_text": "hookbus.contract",
+    "outcome_from_object": "hookbus.contract",
+    "ALLOW": "hookbus.decision",
+    "Decision": "hookbus.decision",
+    "HookResult": "hookbus.decision",
+    "Outcome": "hookbus.decision",
+    "BusClosedError": "hookbus.errors",
+    "HookBusError": "hookbus.errors",
+    "HookNotFoundError": "hookbus.errors",
+    "PluginError": "hookbus.errors",
+    "Problem": "hookbus.errors",
+    "SpecError": "hookbus.errors",
+    "UnknownEventError": "hookbus.errors",
+    "EVENT_NAMES": "hookbus.events",
+    "EVENTS": "hookbus.events",
+    "EventInfo": "hookbus.events",
+    "Home": "hookbus.home",
+    "PromptError": "hookbus.prompts",
+    "PromptRequest": "hookbus.prompts",
+    "PromptResult": "hookbus.prompts",
+    "RunRecord": "hookbus.records",
+    "CancelToken": "hookbus.runners",
+    "HookCall": "hookbus.runners",
+    "ParseContext": "hookbus.runners",
+    "Runner": "hookbus.runners",
+    "RunnerRegistration": "hookbus.runners",
+    "Hook": "hookbus.spec",
+    "HookSpec": "hookbus.spec",
+    "Trigger": "hookbus.spec",
+}
 
 __all__ = [
     "ALLOW",
@@ -49,6 +91,9 @@ __all__ = [
     "ParseContext",
     "PluginError",
     "Problem",
+    "PromptError",
+    "PromptRequest",
+    "PromptResult",
     "RunRecord",
     "Runner",
     "RunnerRegistration",
@@ -59,6 +104,19 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "outcome_from_command",
+    "outcome_from_final_text",
     "outcome_from_object",
-    "outcome_from_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hookbus' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -6,8 +6,6 @@ import json
 import logging
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from os import PathLike
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -29,7 +27,6 @@ from hookbus.plugins import (
     describe_plugins,
     each_implementation,
 )
-from hookbus.prompts import NO_PROVIDER, PromptError, PromptRequest, PromptResult
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
 from hookbus.loader import HookLoader, LoadEvent
 from hookbus.registry import Snapshot
@@ -39,12 +36,24 @@ from hookbus.settings import Settings
 from hookbus.spec import Hook
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from hookbus.prompts import PromptRequest, PromptResult
+    from hookbus.workers import AsyncWorkers
+
     from hookbus.watch import ChangeSet, HomeWatcher
+
+#: An async fire waiting for a worker: the hook, the event, the envelope's fields, manual.
+_AsyncJob = tuple[Hook, str, Mapping[str, Any], bool]
 
 logger = logging.getLogger("hookbus")
 
 #: Default bound on how long ``close()`` lets async hooks finish before killing them.
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
+#: How long close() waits for killed and cancelled async hooks to be recorded.
+CANCEL_GRACE_SECONDS = 5.0
+#: Threads for running several sync hooks of one emit in parallel.
+SYNC_WORKERS = 32
 #: How long past its own timeout a runner may take before the bus stops waiting for it.
 RUNNER_GRACE_SECONDS = 1.0
 #: The built-in recorder's plugin name: the one that records unless settings.json says otherwise.
@@ -64,20 +73,6 @@ def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[st
     full["hook_event_name"] = event
     payload = json.dumps(full, ensure_ascii=False, separators=(",", ":"), default=str)
     return MappingProxyType(full), payload.encode() + b"\n"
-
-
-class _AsyncJob:
-    __slots__ = ("hook", "event", "envelope", "payload", "cancel", "manual")
-
-    def __init__(
-        self, hook: Hook, event: str, envelope: Mapping[str, Any], payload: bytes, manual: bool
-    ) -> None:
-        self.hook = hook
-        self.event = event
-        self.envelope = envelope
-        self.payload = payload
-        self.cancel = CancelToken()
-        self.manual = manual
 
 
 class HookBus:
@@ -108,9 +103,8 @@ class HookBus:
         self.plugin_infos = describe_plugins(self._plugins, self.plugin_infos, self.runners)
         self._report = ReportOnce()
         self._lock = threading.Condition()
-        self._async_jobs: set[_AsyncJob] = set()
         self._sync_emits = 0
-        self._async_pool: ThreadPoolExecutor | None = None
+        self._async: AsyncWorkers[_AsyncJob] | None = None  # made on the first async fire
         self._sync_pool: ThreadPoolExecutor | None = None
         self._closed = False
         self._loader = HookLoader(self.home, self.runners)
@@ -338,20 +332,23 @@ class HookBus:
     def _fire(self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook]) -> Decision:
         if self._watcher is not None:
             self._watcher.ensure_running()
+        if self._closed:
+            raise BusClosedError("emit on a closed HookBus")
+        sync_hooks = [hook for hook in hooks if hook.is_sync]
+        if len(sync_hooks) < len(hooks):
+            # Fire-and-forget: the job keeps its own copy of the envelope's fields, and
+            # encodes it on the worker, off the emitting thread.
+            job_envelope = dict(envelope)
+            workers = self._async or self._start_async_workers()
+            for hook in hooks:
+                if not hook.is_sync:
+                    workers.submit((hook, event, job_envelope, False))
+        if not sync_hooks:
+            return ALLOW
         with self._lock:
-            if self._closed:
-                raise BusClosedError("emit on a closed HookBus")
             self._sync_emits += 1
         try:
             full, payload = encode_envelope(event, envelope)
-            sync_hooks = []
-            for hook in hooks:
-                if hook.is_sync:
-                    sync_hooks.append(hook)
-                else:
-                    self._submit_async(hook, event, full, payload)
-            if not sync_hooks:
-                return ALLOW
             runs = self._run_sync(sync_hooks, event, full, payload)
             return self._decide(event, envelope, runs)
         finally:
@@ -366,7 +363,7 @@ class HookBus:
         in parallel on the pool, each waited for up to its timeout plus a grace."""
         if len(hooks) == 1:
             return [self._run(hooks[0], event, envelope, payload)]
-        pool = self._pool("sync")
+        pool = self._pool()
         submitted = time.time(), time.monotonic()
         futures = [(hook, pool.submit(self._run, hook, event, envelope, payload)) for hook in hooks]
         return [self._wait_for(hook, future, submitted) for hook, future in futures]
@@ -379,6 +376,8 @@ class HookBus:
     ) -> tuple[Hook, Outcome, str, float]:
         wall, monotonic = submitted
         remaining = monotonic + hook.timeout + RUNNER_GRACE_SECONDS - time.monotonic()
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         try:
             return future.result(timeout=max(0.0, remaining))
         except FutureTimeout:
@@ -424,6 +423,8 @@ class HookBus:
 
     def _send_prompt(self, request: PromptRequest) -> PromptResult:
         """Answer a prompt through ``hookbus_run_prompt``; PromptError says why it failed."""
+        from hookbus.prompts import NO_PROVIDER, PromptError, PromptResult
+
         if request.cancel.cancelled:
             raise PromptError(request.cancel.reason or CANCELLED_AT_SHUTDOWN)
         try:
@@ -517,45 +518,32 @@ class HookBus:
 
     # -- async hooks --------------------------------------------------------------------
 
-    def _pool(self, kind: str) -> ThreadPoolExecutor:
+    def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
-            if kind == "async":
-                if self._async_pool is None:
-                    self._async_pool = ThreadPoolExecutor(
-                        self.async_workers, thread_name_prefix="hookbus-async"
-                    )
-                return self._async_pool
             if self._sync_pool is None:
-                self._sync_pool = ThreadPoolExecutor(32, thread_name_prefix="hookbus-sync")
+                from concurrent.futures import ThreadPoolExecutor  # only for parallel sync hooks
+
+                self._sync_pool = ThreadPoolExecutor(SYNC_WORKERS, thread_name_prefix="hookbus-sync")
             return self._sync_pool
 
-    def _submit_async(
-        self,
-        hook: Hook,
-        event: str,
-        envelope: Mapping[str, Any],
-        payload: bytes,
-        manual: bool = False,
-    ) -> None:
-        job = _AsyncJob(hook, event, envelope, payload, manual)
-        with self._lock:
-            self._async_jobs.add(job)
-        self._pool("async").submit(self._run_async, job)
+    def _start_async_workers(self) -> AsyncWorkers[_AsyncJob]:
+        from hookbus.workers import AsyncWorkers  # a bus with no async hook never needs it
 
-    def _run_async(self, job: _AsyncJob) -> None:
-        try:
-            if job.cancel.cancelled:
-                at, duration = utc_timestamp(), 0.0
-                outcome = Outcome.fail_open(job.cancel.reason or CANCELLED_AT_SHUTDOWN)
-            else:
-                _, outcome, at, duration = self._run(
-                    job.hook, job.event, job.envelope, job.payload, job.cancel
-                )
-            self._record(_async_record(job.hook, job.event, outcome, at, duration, job.manual))
-        finally:
-            with self._lock:
-                self._async_jobs.discard(job)
-                self._lock.notify_all()
+        with self._lock:
+            if self._async is None:
+                self._async = AsyncWorkers(self.async_workers, self._run_async, self._record_cancelled)
+            return self._async
+
+    def _run_async(self, job: _AsyncJob, cancel: CancelToken) -> None:
+        hook, event, envelope, manual = job
+        full, payload = encode_envelope(event, envelope)
+        _, outcome, at, duration = self._run(hook, event, full, payload, cancel)
+        self._record(_async_record(hook, event, outcome, at, duration, manual))
+
+    def _record_cancelled(self, job: _AsyncJob, reason: str) -> None:
+        """A queued async job that close() ended before it started: recorded, not lost."""
+        hook, event, _, manual = job
+        self._record(_async_record(hook, event, Outcome.fail_open(reason), utc_timestamp(), 0.0, manual))
 
     # -- manual fire --------------------------------------------------------------------
 
@@ -621,19 +609,19 @@ class HookBus:
             self._watcher.stop()
         bound = self.shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + bound
+        workers = self._async
+        if workers is not None:
+            workers.drain(deadline)
         with self._lock:
-            while (self._async_jobs or self._sync_emits) and time.monotonic() < deadline:
+            while self._sync_emits and time.monotonic() < deadline:
                 self._lock.wait(max(0.0, deadline - time.monotonic()))
-            leftovers = list(self._async_jobs)
-        for job in leftovers:
-            job.cancel.cancel(CANCELLED_AT_SHUTDOWN)
-        with self._lock:  # killed jobs record themselves promptly; queued ones never start
-            give_up = time.monotonic() + 5.0
-            while self._async_jobs and time.monotonic() < give_up:
-                self._lock.wait(max(0.0, give_up - time.monotonic()))
-        for pool in (self._async_pool, self._sync_pool):
-            if pool is not None:
-                pool.shutdown(wait=not self._async_jobs)
+        if workers is not None:
+            # What is left is killed (running) or never started (queued): each is recorded.
+            workers.cancel_all(CANCELLED_AT_SHUTDOWN)
+            workers.drain(time.monotonic() + CANCEL_GRACE_SECONDS)
+            workers.stop(CANCEL_GRACE_SECONDS)
+        if self._sync_pool is not None:
+            self._sync_pool.shutdown(wait=False)
         for plugin, call in each_implementation(self._plugins.hook.hookbus_shutdown, bus=self):
             try:
                 call()

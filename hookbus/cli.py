@@ -338,7 +338,78 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(keep=args.keep)
 
 
-def build_parser() -> argparse.ArgumentParser:
+_INPUT_HELP = "the JSON envelope (default: stdin if piped)"
+
+
+def _add_emit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("event", help="PreToolUse, UserPromptSubmit, Stop, ...")
+    parser.add_argument("--input", metavar="FILE|-", help=_INPUT_HELP)
+    parser.set_defaults(func=cmd_emit)
+
+
+def _add_validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", nargs="*", metavar="ID", help="only these hooks (default: all)")
+    parser.set_defaults(func=cmd_validate)
+
+
+def _add_trigger(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", help="the hook's id (its directory name)")
+    parser.add_argument("--input", metavar="FILE|-", help=_INPUT_HELP)
+    parser.set_defaults(func=cmd_trigger)
+
+
+def _add_log(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hook", metavar="ID", help="only this hook")
+    parser.add_argument("--limit", type=int, metavar="N", help="only the last N fires")
+    parser.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    parser.set_defaults(func=cmd_log)
+
+
+def _add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep", action="store_true", help="keep the throwaway home and print its path")
+    parser.set_defaults(func=cmd_demo)
+
+
+def _defaults(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.ArgumentParser], None]:
+    return lambda parser: parser.set_defaults(func=func)
+
+
+#: verb -> (help, description, how to add its arguments).
+VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None]]] = {
+    "emit": (
+        "fire an event and print the decision (exit 2 on deny)",
+        "Fire EVENT with the envelope from --input (a file, or - for stdin) and print the "
+        "decision as one JSON object. Exit 0 for allow, context and modify, 2 for deny, 1 for "
+        "a usage or config error. Async hooks finish before it exits.",
+        _add_emit,
+    ),
+    "list": ("show hooks, their state and last fire", None, _defaults(cmd_list)),
+    "validate": ("check hook specs; exit 1 if any is invalid", None, _add_validate),
+    "trigger": ("fire one hook now (recorded as an async fire)", None, _add_trigger),
+    "log": ("show recorded fires", None, _add_log),
+    "plugins": (
+        "list plugins: name, distribution, version, status and what each provides",
+        None,
+        _defaults(cmd_plugins),
+    ),
+    "schema": (
+        "print the JSON Schema (draft 2020-12) of hook.json, installed runners included",
+        None,
+        _defaults(cmd_schema),
+    ),
+    "watch": (
+        "hot-reload the hooks in the foreground, printing every load, skip and error",
+        "Run the bus with its watcher and print one line for each load, reload, removal, "
+        "skip and error, with the reason. Ctrl-C stops it.",
+        _defaults(cmd_watch),
+    ),
+    "demo": ("play an agent loop against example hooks in a throwaway home", None, _add_demo),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that verb's (argparse is slow to build all of them)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
@@ -351,74 +422,31 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-    emit = verbs.add_parser(
-        "emit",
-        parents=[common],
-        help="fire an event and print the decision (exit 2 on deny)",
-        description="Fire EVENT with the envelope from --input (a file, or - for stdin) and "
-        "print the decision as one JSON object. Exit 0 for allow, context and modify, 2 for "
-        "deny, 1 for a usage or config error. Async hooks finish before it exits.",
-    )
-    emit.add_argument("event", help="PreToolUse, UserPromptSubmit, Stop, ...")
-    emit.add_argument("--input", metavar="FILE|-", help="the JSON envelope (default: stdin if piped)")
-    emit.set_defaults(func=cmd_emit)
-
-    listing = verbs.add_parser("list", parents=[common], help="show hooks, their state and last fire")
-    listing.set_defaults(func=cmd_list)
-
-    validate = verbs.add_parser(
-        "validate", parents=[common], help="check hook specs; exit 1 if any is invalid"
-    )
-    validate.add_argument("ids", nargs="*", metavar="ID", help="only these hooks (default: all)")
-    validate.set_defaults(func=cmd_validate)
-
-    trigger = verbs.add_parser(
-        "trigger", parents=[common], help="fire one hook now (recorded as an async fire)"
-    )
-    trigger.add_argument("id", help="the hook's id (its directory name)")
-    trigger.add_argument("--input", metavar="FILE|-", help="the JSON envelope (default: stdin if piped)")
-    trigger.set_defaults(func=cmd_trigger)
-
-    log = verbs.add_parser("log", parents=[common], help="show recorded fires")
-    log.add_argument("--hook", metavar="ID", help="only this hook")
-    log.add_argument("--limit", type=int, metavar="N", help="only the last N fires")
-    log.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
-    log.add_argument("--json", action="store_true", help="print the raw JSON lines")
-    log.set_defaults(func=cmd_log)
-
-    plugins = verbs.add_parser(
-        "plugins",
-        parents=[common],
-        help="list plugins: name, distribution, version, status and what each provides",
-    )
-    plugins.set_defaults(func=cmd_plugins)
-
-    schema = verbs.add_parser(
-        "schema",
-        parents=[common],
-        help="print the JSON Schema (draft 2020-12) of hook.json, installed runners included",
-    )
-    schema.set_defaults(func=cmd_schema)
-
-    watch = verbs.add_parser(
-        "watch",
-        parents=[common],
-        help="hot-reload the hooks in the foreground, printing every load, skip and error",
-        description="Run the bus with its watcher and print one line for each load, reload, "
-        "removal, skip and error, with the reason. Ctrl-C stops it.",
-    )
-    watch.set_defaults(func=cmd_watch)
-
-    demo = verbs.add_parser("demo", help="play an agent loop against example hooks in a throwaway home")
-    demo.add_argument("--keep", action="store_true", help="keep the throwaway home and print its path")
-    demo.set_defaults(func=cmd_demo)
+    for verb, (help_text, description, add_arguments) in VERBS.items():
+        if only is not None and verb != only:
+            continue
+        parents = [] if verb == "demo" else [common]
+        add_arguments(
+            verbs.add_parser(verb, parents=parents, help=help_text, description=description)
+        )
     return parser
 
 
+def _verb_of(arguments: list[str]) -> str | None:
+    """The verb, when the arguments name one plainly: then only its parser is built. None
+    (build them all) for top-level help or anything unusual, so argparse explains it."""
+    for index, argument in enumerate(arguments):
+        if argument in ("-h", "--help"):
+            return None
+        if argument in VERBS and (index == 0 or arguments[index - 1] != "--home"):
+            return argument
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_verb_of(arguments))
+    args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
     logging.basicConfig(level=logging.WARNING, format="hookbus: %(message)s", stream=sys.stderr)

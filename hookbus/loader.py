@@ -66,15 +66,30 @@ def is_ignored_name(name: str) -> bool:
     )
 
 
-def _signature(directory: Path) -> tuple[int, ...]:
+_ABSENT = (0, 0, 0, 0, 0, 0)
+
+
+def _stat_part(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
+
+
+def _signature(directory: str) -> tuple[int, ...]:
+    """The lstat of a hook directory and its possible spec files: a rescan re-reads a
+    directory only when this changed."""
     parts: list[int] = []
-    for path in (directory, *(directory / name for name, _ in SPEC_NAMES)):
+    for path in (directory, *(os.path.join(directory, name) for name, _ in SPEC_NAMES)):
         try:
-            info = os.lstat(path)
+            parts += _stat_part(os.lstat(path))
         except OSError:
-            parts += (0, 0, 0, 0, 0, 0)
-            continue
-        parts += (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
+            parts += _ABSENT
+    return tuple(parts)
+
+
+def _signature_of(spec: SpecFile) -> tuple[int, ...]:
+    """The same signature, from the fstat of what was read: no extra system calls."""
+    parts = list(_stat_part(spec.dir_stat))
+    for _, kind in SPEC_NAMES:
+        parts += _stat_part(spec.file_stat) if kind == spec.kind else _ABSENT
     return tuple(parts)
 
 
@@ -124,11 +139,12 @@ class HookLoader:
         """Look at every hook directory; re-read those whose stat changed (all if ``force``)."""
         events: list[LoadEvent] = []
         names = self._list_hook_dirs(events)
+        root = str(self.home.hooks_dir)
         for gone in set(self.states) - set(names):
             events += self._set(gone, None)
         for name in names:
             state = self.states.get(name)
-            if force or state is None or state.signature != _signature(self.home.hook_dir(name)):
+            if force or state is None or state.signature != _signature(os.path.join(root, name)):
                 events += self._set(name, self._load(name))
         return events
 
@@ -167,14 +183,15 @@ class HookLoader:
     def _load(self, hook_id: str) -> HookState | None:
         """The state of one directory as it is on disk; None when it holds no hook."""
         directory = self.home.hook_dir(hook_id)
-        signature = _signature(directory)
         previous = self.states.get(hook_id)
         try:
             spec = read_spec_file(directory, SPEC_NAMES)
         except LoadError as exc:
-            return self._failed(signature, previous, [Problem(self.home.relative(exc.path), exc.message, None, hook_id)])
+            problem = Problem(self.home.relative(exc.path), exc.message, None, hook_id)
+            return self._failed(_signature(str(directory)), previous, [problem])
         if spec is None:
             return None
+        signature = _signature_of(spec)
         warnings: list[str] = []
         refusals: list[Problem] = []
         for path, info in ((directory, spec.dir_stat), (spec.path, spec.file_stat)):

@@ -6,7 +6,6 @@ The built-in runners, resolver and recorder are found the same way as a third pa
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import logging
 import os
 import threading
@@ -16,6 +15,7 @@ import attrs
 import pluggy
 
 from hookbus import hookspecs
+from hookbus.entrypoints import EntryPoint, entry_points
 from hookbus.errors import PluginError
 from hookbus.runners import RunnerTable
 
@@ -70,33 +70,16 @@ def blocked_reason(name: str, environ: Mapping[str, str]) -> str | None:
     return None
 
 
-@attrs.frozen
-class _Discovered:
-    entry_point: importlib.metadata.EntryPoint
-    distribution: str | None
-    version: str | None
-
-
-_discovered: list[_Discovered] | None = None
+_discovered: list[EntryPoint] | None = None
 _discover_lock = threading.Lock()
 
 
-def discover() -> list[_Discovered]:
+def discover() -> list[EntryPoint]:
     """The entry points of the ``hookbus`` group, scanned once per process."""
     global _discovered
     with _discover_lock:
         if _discovered is None:
-            found = []
-            seen: set[str] = set()
-            for dist in importlib.metadata.distributions():
-                for entry_point in dist.entry_points:
-                    if entry_point.group != ENTRY_POINT_GROUP or entry_point.name in seen:
-                        continue
-                    seen.add(entry_point.name)
-                    found.append(
-                        _Discovered(entry_point, dist.metadata["Name"], dist.version)
-                    )
-            _discovered = sorted(found, key=lambda item: item.entry_point.name)
+            _discovered = sorted(entry_points(ENTRY_POINT_GROUP), key=lambda item: item.name)
         return _discovered
 
 
@@ -110,12 +93,11 @@ def build_plugin_manager(
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
-    for item in discover():
-        entry_point = item.entry_point
+    for entry_point in discover():
         reason = blocked_reason(entry_point.name, environ)
         if reason is not None:
             infos.append(
-                PluginInfo(entry_point.name, entry_point.value, item.distribution, item.version, blocked=reason)
+                PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version, blocked=reason)
             )
             continue
         try:
@@ -124,13 +106,13 @@ def build_plugin_manager(
             message = f"{type(exc).__name__}: {exc}"
             logger.error("plugin %r (%s) failed to load: %s", entry_point.name, entry_point.value, message)
             infos.append(
-                PluginInfo(entry_point.name, entry_point.value, item.distribution, item.version, message)
+                PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version, message)
             )
             continue
         if manager.is_registered(plugin):
             continue
         manager.register(plugin, name=entry_point.name)
-        infos.append(PluginInfo(entry_point.name, entry_point.value, item.distribution, item.version))
+        infos.append(PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version))
     for plugin in extra_plugins:
         if manager.is_registered(plugin):  # an installed plugin handed in again
             name = manager.get_name(plugin)

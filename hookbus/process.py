@@ -17,7 +17,6 @@ import errno
 import math
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,7 +38,16 @@ _READ_CHUNK = 65536
 _GROUP_OPTION: dict[str, Any] = (
     {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
 )
-BASH = shutil.which("bash") or "/bin/bash"
+def _find_bash() -> str:
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", "bash")
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return "/bin/bash"
+
+
+#: Looked up once: a PATH search per spawn would cost every fire.
+BASH = _find_bash()
 
 
 @attrs.frozen

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 import attrs
@@ -17,8 +16,9 @@ CANCELLED_AT_SHUTDOWN = "cancelled at shutdown"
 
 def utc_timestamp(epoch: float | None = None) -> str:
     """RFC 3339 in UTC with milliseconds: ``2026-11-29T18:14:06.123Z``."""
-    moment = datetime.fromtimestamp(time.time() if epoch is None else epoch, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    moment = time.time() if epoch is None else epoch
+    seconds = int(moment)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int((moment - seconds) * 1000):03d}Z"
 
 
 @attrs.frozen

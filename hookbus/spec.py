@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,6 +55,7 @@ class _SpecFields:
 
 
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(_SpecFields))
+_SPEC_FIELD_SET = frozenset(SPEC_FIELDS)
 TRIGGER_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(Trigger))
 
 
@@ -106,6 +106,8 @@ class Hook:
 
 
 def _suggest(name: str, choices: tuple[str, ...] | list[str]) -> str:
+    import difflib  # only a spec with a mistake needs it
+
     close = difflib.get_close_matches(name, choices, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -123,15 +125,10 @@ def _unknown_keys(
     return errors
 
 
-def _is_action_key(key: str, runners: RunnerTable) -> bool:
-    return key not in SPEC_FIELDS and (runners.get(key) is not None or key in KNOWN_PROVIDERS)
-
-
 def _check_actions(
-    document: dict[str, Any], runners: RunnerTable
+    candidates: list[str], runners: RunnerTable
 ) -> tuple[str | None, list[SpecError]]:
-    """The one action key of ``document``, or the errors that say why there isn't one."""
-    candidates = [key for key in document if _is_action_key(key, runners)]
+    """The one action key among ``candidates``, or the errors that say why there isn't one."""
     for first, second in EXCLUSIVE_PAIRS:
         if first in candidates and second in candidates:
             message = f"{first} and {second} are mutually exclusive: keep one"
@@ -153,8 +150,12 @@ def _check_actions(
     return key, []
 
 
-def _check_semantics(fields: _SpecFields, directory_name: str) -> list[SpecError]:
+def _check_semantics(
+    fields: _SpecFields, directory_name: str
+) -> tuple[Matcher | None, list[SpecError]]:
+    """The compiled matcher, and every rule the fields break."""
     errors: list[SpecError] = []
+    matcher: Matcher | None = None
     event = fields.trigger.event
     info = EVENTS.get(event)
     if info is None:
@@ -165,14 +166,14 @@ def _check_semantics(fields: _SpecFields, directory_name: str) -> list[SpecError
                 "$.trigger.event",
             )
         )
-    matcher = fields.trigger.matcher
-    if info is not None and info.matcher_field is None and matcher not in ("", "*"):
+    source = fields.trigger.matcher
+    if info is not None and info.matcher_field is None and source not in ("", "*"):
         errors.append(
             SpecError(f"{event} has no matcher field: remove the matcher", "$.trigger.matcher")
         )
     else:
         try:
-            compile_matcher(matcher)
+            matcher = compile_matcher(source)
         except SpecError as exc:
             errors.append(exc)
     if fields.mode not in MODES:
@@ -199,7 +200,7 @@ def _check_semantics(fields: _SpecFields, directory_name: str) -> list[SpecError
                 "$.id",
             )
         )
-    return errors
+    return matcher, errors
 
 
 def parse_hook(
@@ -210,15 +211,24 @@ def parse_hook(
     context: ParseContext,
 ) -> Hook:
     """Validate a decoded hook document into a Hook; SpecErrors lists everything wrong."""
+    directory = source.parent
     if not isinstance(document, dict):
         raise SpecErrors(
             [SpecError(f"expected an object at the top level, got {json_type_name(document)}")]
         )
-    action_key, errors = _check_actions(document, runners)
-    base = {key: value for key, value in document.items() if key in SPEC_FIELDS}
-    unknown = [key for key in document if key not in SPEC_FIELDS and not _is_action_key(key, runners)]
-    has_action = any(_is_action_key(key, runners) for key in document)
-    errors += _unknown_keys(unknown, SPEC_FIELDS + runners.keys(), "$", plugin_hint=not has_action)
+    base: dict[str, Any] = {}
+    candidates: list[str] = []
+    unknown: list[str] = []
+    for key, value in document.items():
+        if key in _SPEC_FIELD_SET:
+            base[key] = value
+        elif runners.get(key) is not None or key in KNOWN_PROVIDERS:
+            candidates.append(key)
+        else:
+            unknown.append(key)
+    action_key, errors = _check_actions(candidates, runners)
+    if unknown:
+        errors += _unknown_keys(unknown, SPEC_FIELDS + runners.keys(), "$", plugin_hint=not candidates)
     trigger = base.get("trigger")
     if isinstance(trigger, dict):
         unknown = [key for key in trigger if key not in TRIGGER_FIELDS]
@@ -229,8 +239,10 @@ def parse_hook(
         fields = structure(base, _SpecFields)
     except SpecErrors as exc:
         errors += exc.errors
+    matcher: Matcher | None = None
     if fields is not None:
-        errors += _check_semantics(fields, source.parent.name)
+        matcher, problems = _check_semantics(fields, directory.name)
+        errors += problems
     options: Any = None
     entry = runners.get(action_key) if action_key else None
     if entry is not None and action_key is not None:
@@ -240,13 +252,13 @@ def parse_hook(
             errors += [SpecError(e.message, reroot(e.location, f"$.{action_key}")) for e in exc.errors]
         except SpecError as exc:
             errors.append(SpecError(exc.message, reroot(exc.location, f"$.{action_key}")))
-    if errors or fields is None or entry is None or action_key is None:
+    if errors or fields is None or entry is None or action_key is None or matcher is None:
         raise SpecErrors(errors or [SpecError("invalid hook spec")])
     timeout = fields.timeout or (
         DEFAULT_SYNC_TIMEOUT if fields.mode == "sync" else DEFAULT_ASYNC_TIMEOUT
     )
     spec = HookSpec(
-        id=fields.id or source.parent.name,
+        id=fields.id or directory.name,
         trigger=fields.trigger,
         action_key=action_key,
         action=document[action_key],
@@ -260,9 +272,9 @@ def parse_hook(
     )
     return Hook(
         spec=spec,
-        directory=source.parent,
+        directory=directory,
         source=source,
-        matcher=compile_matcher(fields.trigger.matcher),
+        matcher=matcher,
         timeout=parse_duration(timeout),
         runner=entry.runner,
         runner_plugin=entry.plugin,

@@ -13,7 +13,6 @@ from hookbus.contract import outcome_from_command
 from hookbus.converter import json_type_name
 from hookbus.decision import Outcome
 from hookbus.errors import SpecError
-from hookbus.process import MAX_OUTPUT_BYTES, run_bash
 from hookbus.runners import HookCall, ParseContext, RunnerRegistration
 
 
@@ -35,6 +34,9 @@ class CommandRunner:
         }
 
     def run(self, call: HookCall) -> Outcome:
+        # subprocess and friends load on the first fire, not on every `hookbus` start-up.
+        from hookbus.process import MAX_OUTPUT_BYTES, run_bash
+
         result = run_bash(
             call.hook.options,
             input=call.payload,

@@ -13,12 +13,10 @@ on every read and ``close()`` can cut a request short.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import socket
 import time
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit
 
 import attrs
@@ -27,6 +25,10 @@ from hookbus.converter import structure
 from hookbus.durations import format_duration
 from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.prompts import PromptError, PromptRequest
+
+if TYPE_CHECKING:
+    import socket
+    from http.client import HTTPResponse
 
 SETTING = "prompt_provider"
 #: A reply bigger than this is refused.
@@ -63,6 +65,9 @@ def config_problems(raw_settings: Mapping[str, Any]) -> list[Problem]:
 
 def complete(config: ProviderConfig, request: PromptRequest) -> str:
     """The model's answer to ``request.prompt``; PromptError on any failure."""
+    import http.client  # with ssl, 13 ms of start-up that only a prompt hook should pay
+    import socket
+
     parts = urlsplit(config.base_url.rstrip("/") + "/chat/completions")
     remaining = request.remaining()
     if remaining <= 0:
@@ -93,7 +98,7 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
 
     forget = request.cancel.on_cancel(interrupt)
     started = time.monotonic()
-    response: http.client.HTTPResponse | None = None
+    response: HTTPResponse | None = None
     try:
         connection.connect()
         assert connection.sock is not None
@@ -124,7 +129,7 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
     return _content(data, where)
 
 
-def _read(response: http.client.HTTPResponse, sock: socket.socket, request: PromptRequest) -> bytes:
+def _read(response: HTTPResponse, sock: socket.socket, request: PromptRequest) -> bytes:
     """The body, read under the request's deadline (a slow drip cannot stretch it)."""
     chunks: list[bytes] = []
     size = 0

@@ -93,6 +93,8 @@ def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
 def set_load_error(hook_dir: Path, error: str | None) -> None:
     """Show why a hook's spec does not load (``load_error``, and ``last_error``), or clear it
     once it loads again. Writes nothing when nothing changes."""
+    if error is None and not os.path.lexists(hook_dir / STATE_NAME):
+        return  # nothing to clear: the common case at start-up, one system call
     if not _is_real_directory(hook_dir):
         return  # never write through a symlinked (refused) hook directory
     with _DirectoryLock(hook_dir):

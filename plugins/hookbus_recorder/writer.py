@@ -58,8 +58,7 @@ class RecordWriter:
 
     def acquire(self) -> None:
         with self._condition:
-            self._users += 1
-            self._ensure_thread()
+            self._users += 1  # the thread starts with the first record, not before
 
     def release(self, timeout: float | None = None) -> None:
         """Flush, and stop the thread when no bus uses it any more."""

@@ -23,7 +23,6 @@ from hookbus.converter import json_type_name
 from hookbus.decision import Outcome
 from hookbus.errors import Problem, SpecError
 from hookbus.home import Home
-from hookbus.process import MAX_OUTPUT_BYTES, run_bash
 from hookbus.prompts import PromptError
 from hookbus.runners import HookCall, ParseContext, RunnerRegistration
 from hookbus.settings import Settings
@@ -98,6 +97,8 @@ class WorkflowRunner:
     def _bash(
         self, call: HookCall, step: Step, previous: str | None, deadline: float
     ) -> tuple[str, str | None]:
+        from hookbus.process import MAX_OUTPUT_BYTES, run_bash  # loaded on the first bash step
+
         extra = {"HOOKBUS_PREVIOUS_OUTPUT": (previous or "")[:MAX_PREVIOUS_OUTPUT_ENV]}
         result = run_bash(
             step.text,
