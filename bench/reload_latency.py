@@ -61,7 +61,7 @@ def watchfiles_latency(root: Path, writes: int) -> list[float]:
     from watchfiles._rust_notify import RustNotify
 
     directory = root / "raw"
-    directory.mkdir()
+    directory.mkdir(parents=True)
     samples = []
     with RustNotify([str(directory)], False, False, 300, True, False) as notify:
         for version in range(writes):

@@ -155,6 +155,7 @@ class HookBus:
         change re-reads every hook; a rescan re-reads those whose stat changed.
         """
         with self._reload_lock:
+            self._loader.verbose = logger.isEnabledFor(logging.INFO)
             events = []
             if settings:
                 events += self._loader.load_settings()

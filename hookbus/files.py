@@ -43,17 +43,21 @@ def _read_descriptor(fd: int, cap: int) -> tuple[bytes, os.stat_result]:
             raise SpecError("not a regular file", None)
         if info.st_size > cap:
             raise SpecError(f"file is {info.st_size} bytes, over the {cap // 1024} KiB limit", None)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= cap:
-            chunk = os.read(fd, cap + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > cap:
-            raise SpecError(f"file grew past the {cap // 1024} KiB limit while being read", None)
-        return b"".join(chunks), info
+        # One read of size + 1 returns the whole file short, at its end: no second call.
+        data = os.read(fd, info.st_size + 1)
+        if len(data) > info.st_size:  # it grew while we read: take the rest, still capped
+            chunks = [data]
+            size = len(data)
+            while size <= cap:
+                chunk = os.read(fd, cap + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            if size > cap:
+                raise SpecError(f"file grew past the {cap // 1024} KiB limit while being read", None)
+            data = b"".join(chunks)
+        return data, info
     except OSError as exc:
         raise SpecError(_describe_os_error(exc), None) from None
     finally:
@@ -157,11 +161,13 @@ def decode_document(data: bytes, kind: str) -> Any:
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise SpecError(f"duplicate key {key!r}", None)
-        result[key] = value
+    result = dict(pairs)
+    if len(result) != len(pairs):  # rare: only then look for which key repeats
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise SpecError(f"duplicate key {key!r}", None)
+            seen.add(key)
     return result
 
 

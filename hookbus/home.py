@@ -13,28 +13,26 @@ class Home:
     """The paths inside one home directory."""
 
     root: Path
+    #: Derived once: these are used on every load and every record.
+    hooks_dir: Path = attrs.field(init=False, eq=False)
+    config_dir: Path = attrs.field(init=False, eq=False)
+    settings_path: Path = attrs.field(init=False, eq=False)
+    logs_dir: Path = attrs.field(init=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        for name, path in (
+            ("hooks_dir", self.root / "hooks"),
+            ("config_dir", self.root / "config"),
+            ("settings_path", self.root / "settings.json"),
+            ("logs_dir", self.root / "logs" / "hooks"),
+        ):
+            object.__setattr__(self, name, path)
 
     @classmethod
     def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> Home:
         """The home named by ``explicit``, else ``$VIX_HOME``, else ``~/.vix``."""
         chosen = explicit if explicit is not None else os.environ.get("VIX_HOME") or "~/.vix"
         return cls(Path(chosen).expanduser().absolute())
-
-    @property
-    def hooks_dir(self) -> Path:
-        return self.root / "hooks"
-
-    @property
-    def config_dir(self) -> Path:
-        return self.root / "config"
-
-    @property
-    def settings_path(self) -> Path:
-        return self.root / "settings.json"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.root / "logs" / "hooks"
 
     def hook_dir(self, hook_id: str) -> Path:
         return self.hooks_dir / hook_id

@@ -106,6 +106,8 @@ class HookLoader:
         self.root_problem: Problem | None = None
         self.root_warning: str | None = None
         self.states: dict[str, HookState] = {}
+        #: Describe every load and reload (``hookbus watch``), not only problems.
+        self.verbose = False
 
     # -- what is loaded -----------------------------------------------------------------
 
@@ -242,6 +244,8 @@ class HookLoader:
             kind: ChangeKind = "kept" if state.hook is not None else "skipped"
             return events + [LoadEvent(kind, str(problem)) for problem in state.problems]
         assert state.hook is not None
+        if not self.verbose:
+            return events
         spec = state.hook.spec
         detail = f"{spec.trigger.event} {spec.mode}{' blocking' if spec.blocking else ''}, {spec.action_key}"
         if not spec.enabled:

@@ -8,6 +8,7 @@ submitted before it, state.json included; the thread ends when the last bus rele
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -140,7 +141,10 @@ class RecordWriter:
         for home, record in batch:
             if isinstance(record, LoadErrors):
                 done += self._write_states(force=True)  # keep runs and load errors in order
+                hooks_root = str(home.hooks_dir)
                 for hook_id, error in record.errors.items():
+                    if error is None and not os.path.lexists(os.path.join(hooks_root, hook_id, "state.json")):
+                        continue  # nothing to clear (most hooks at start-up): no Path, no lock
                     hook_dir = home.hook_dir(hook_id)
                     self._guard(
                         f"writing {hook_dir / 'state.json'}",
