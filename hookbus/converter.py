@@ -11,19 +11,15 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
+import functools
+from typing import TYPE_CHECKING
+
 import attrs
-import cattrs
-from cattrs.cols import (
-    homogenous_tuple_structure_factory,
-    is_mapping,
-    is_sequence,
-    list_structure_factory,
-    mapping_structure_factory,
-)
-from cattrs.errors import ForbiddenExtraKeysError
-from cattrs.gen import make_dict_structure_fn
 
 from hookbus.errors import SpecError, SpecErrors
+
+if TYPE_CHECKING:
+    import cattrs
 
 T = TypeVar("T")
 
@@ -61,6 +57,8 @@ def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[object, objec
 
 
 def _format_exception(exc: BaseException, _type: object) -> str:
+    from cattrs.errors import ForbiddenExtraKeysError
+
     if isinstance(exc, ForbiddenExtraKeysError):
         names = ", ".join(repr(name) for name in sorted(exc.extra_fields))
         plural = "s" if len(exc.extra_fields) > 1 else ""
@@ -70,7 +68,20 @@ def _format_exception(exc: BaseException, _type: object) -> str:
     return str(exc)
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def get_converter() -> cattrs.Converter:
+    """The converter, built on first use: a well-typed hook.json is checked without it, so
+    most start-ups never import cattrs (about 10 ms)."""
+    import cattrs
+    from cattrs.cols import (
+        homogenous_tuple_structure_factory,
+        is_mapping,
+        is_sequence,
+        list_structure_factory,
+        mapping_structure_factory,
+    )
+    from cattrs.gen import make_dict_structure_fn
+
     converter = cattrs.Converter(forbid_extra_keys=True)
     converter.register_structure_hook(str, _strict(str, (str,)))
     converter.register_structure_hook(bool, _strict(bool, (bool,)))
@@ -124,11 +135,13 @@ def _make_converter() -> cattrs.Converter:
     return converter
 
 
-converter = _make_converter()
 
 
 def structure(value: object, cls: type[T], location: str = "$") -> T:
     """Structure ``value`` into ``cls`` or raise ``SpecErrors`` listing every problem."""
+    converter = get_converter()
+    import cattrs  # loaded by get_converter already
+
     try:
         return converter.structure(value, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
