@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _UNITS = {
@@ -17,6 +18,7 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _WHOLE = re.compile(rf"(?:{_PART.pattern})+")
 
 
+@functools.lru_cache(maxsize=256)  # hooks repeat the same few timeouts: "5s", "10m"
 def parse_duration(text: str, allow_zero: bool = False) -> float:
     """Seconds in a Go-style duration; ValueError with a usable message when it isn't one."""
     if not _WHOLE.fullmatch(text):
