@@ -114,6 +114,7 @@ class HookBus:
         #: The recorder plugins that record and answer ``read_runs`` (settings "recorder").
         self.active_recorders: tuple[str, ...] = ()
         self._newly_active: set[str] = set()
+        self._record_functions: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = []
         self._snapshot = Snapshot.build({}, Settings(), (), generation=0)
         for plugin, call in each_implementation(self._plugins.hook.hookbus_startup, bus=self):
             try:
@@ -217,6 +218,12 @@ class HookBus:
             logger.error("no recorder is active: fires are not recorded")
         self._newly_active |= set(chosen) - set(self.active_recorders)
         self.active_recorders = tuple(chosen)
+        # Looked up once per selection, not on every fire.
+        implementations = {i.plugin_name: i for i in self._plugins.hook.hookbus_record.get_hookimpls()}
+        self._record_functions = [
+            (name, implementations[name].function, tuple(implementations[name].argnames))
+            for name in chosen
+        ]
         return problems
 
     def _recorder_calls(self, hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
@@ -335,15 +342,18 @@ class HookBus:
             self._watcher.ensure_running()
         if self._closed:
             raise BusClosedError("emit on a closed HookBus")
-        sync_hooks = [hook for hook in hooks if hook.is_sync]
-        if len(sync_hooks) < len(hooks):
-            # Fire-and-forget: the job keeps its own copy of the envelope's fields, and
-            # encodes it on the worker, off the emitting thread.
-            job_envelope = dict(envelope)
-            workers = self._async or self._start_async_workers()
-            for hook in hooks:
-                if not hook.is_sync:
-                    workers.submit((hook, event, job_envelope, False))
+        sync_hooks: list[Hook] = []
+        job_envelope: dict[str, Any] | None = None
+        for hook in hooks:
+            if hook.is_sync:
+                sync_hooks.append(hook)
+                continue
+            if job_envelope is None:
+                # Fire-and-forget: the job keeps its own copy of the envelope's fields, and
+                # encodes it on the worker, off the emitting thread.
+                job_envelope = dict(envelope)
+                workers = self._async or self._start_async_workers()
+            workers.submit((hook, event, job_envelope, False))
         if not sync_hooks:
             return ALLOW
         with self._lock:
@@ -573,14 +583,15 @@ class HookBus:
 
     def _record(self, record: RunRecord) -> None:
         """Hand a record to every active recorder; one that raises is reported once and skipped."""
-        for plugin, call in self._recorder_calls("hookbus_record", bus=self, record=record):
-            key = f"recorder {plugin!r}"
+        arguments = {"bus": self, "record": record}
+        for plugin, function, argnames in self._record_functions:
             try:
-                call()
+                function(**{name: arguments[name] for name in argnames})
             except Exception as exc:
+                key = f"recorder {plugin!r}"
                 self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}")
             else:
-                self._report.succeeded(key)
+                self._report.succeeded(f"recorder {plugin!r}")
 
     def read_runs(self, hook_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
         """Recorded fires, oldest first, from the first active recorder that can read them."""

@@ -24,7 +24,7 @@ class ReportOnce:
         self._log.error("%s (reported once until it recovers)", message)
 
     def succeeded(self, key: str) -> None:
-        if key not in self._failing:  # the common case costs no lock
+        if not self._failing or key not in self._failing:  # the common case costs no lock
             return
         with self._lock:
             if key not in self._failing:

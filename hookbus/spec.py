@@ -121,9 +121,11 @@ class Hook:
     def event(self) -> str:
         return self.spec.trigger.event
 
-    @property
-    def is_sync(self) -> bool:
-        return self.spec.mode == "sync"
+    #: ``spec.mode == "sync"``, kept as a plain attribute for the emit path.
+    is_sync: bool = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "is_sync", self.spec.mode == "sync")
 
 
 def _suggest(name: str, choices: tuple[str, ...] | list[str]) -> str:

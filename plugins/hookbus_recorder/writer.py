@@ -35,8 +35,8 @@ class LoadErrors:
 #: A busy hook's state.json is rewritten at most this often.
 STATE_DELAY_SECONDS = 0.05
 #: Log lines are written in batches gathered over this long: one wake-up of the writer per
-#: batch, not per fire, keeps it off the emitting thread's back.
-LOG_DELAY_SECONDS = 0.005
+#: batch, not per fire, keeps it off the emitting thread's back. (flush and close do not wait.)
+LOG_DELAY_SECONDS = 0.02
 
 
 class RecordWriter:
