@@ -100,6 +100,7 @@ class HookBus:
                 "no resolver plugin: the built-in 'resolver' is disabled or not installed"
             )
         self.runners = build_runner_table(self._plugins)
+        self._resolver = self._make_resolver()
         self.plugin_infos = describe_plugins(self._plugins, self.plugin_infos, self.runners)
         self._report = ReportOnce()
         self._lock = threading.Condition()
@@ -432,6 +433,18 @@ class HookBus:
                 outcome = Outcome.fail_open(problem, outcome.thread_id)
         return hook, outcome, at, time.monotonic() - started
 
+    def _make_resolver(self) -> Callable[[str, list[HookResult]], Any]:
+        """The resolver to call per emit: a lone plain implementation directly (pluggy's
+        call machinery costs more than the merge itself), else through pluggy."""
+        implementations = self._plugins.hook.hookbus_resolve.get_hookimpls()
+        if len(implementations) == 1 and not (implementations[0].hookwrapper or implementations[0].wrapper):
+            function, names = implementations[0].function, implementations[0].argnames
+            return lambda event, results: function(
+                **{name: value for name, value in (("event", event), ("results", results)) if name in names}
+            )
+        hook = self._plugins.hook.hookbus_resolve
+        return lambda event, results: hook(event=event, results=results)
+
     def _send_prompt(self, request: PromptRequest) -> PromptResult:
         """Answer a prompt through ``hookbus_run_prompt``; PromptError says why it failed."""
         from hookbus.prompts import NO_PROVIDER, PromptError, PromptResult
@@ -495,7 +508,7 @@ class HookBus:
 
     def _resolve(self, event: str, results: list[HookResult]) -> Decision:
         try:
-            decision = self._plugins.hook.hookbus_resolve(event=event, results=results)
+            decision = self._resolver(event, results)
         except Exception as exc:
             self._report.failed("resolver", f"the resolver raised {type(exc).__name__}: {exc}; failing open")
             return ALLOW

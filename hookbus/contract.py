@@ -94,6 +94,8 @@ def describe_exit(returncode: int, stderr: bytes) -> str:
         message = f"exited with status {returncode}"
         if returncode == 127:
             message += " (command not found)"
+        elif returncode == 126 and b"bad interpreter" in stderr:
+            message += " (bad interpreter: the script's #! line names a program that is not installed)"
         elif returncode == 126:
             message += " (not executable: check the script's run bit, chmod +x)"
     tail = _decode(stderr)[-ERROR_TAIL_CHARS:]

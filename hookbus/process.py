@@ -33,6 +33,8 @@ from hookbus.runners import CancelToken
 MAX_OUTPUT_BYTES = 1024 * 1024
 #: Between SIGTERM and SIGKILL on a timeout.
 KILL_GRACE_SECONDS = 0.25
+#: How long killed group members get to let go of the pipes before escaped holders are sought.
+ESCAPE_GRACE_SECONDS = 0.1
 _READ_CHUNK = 65536
 
 _GROUP_OPTION: dict[str, Any] = (
@@ -188,6 +190,8 @@ class _Supervision:
                 # Leftovers of the group die with the hook; the child, unreaped, keeps the
                 # group id from being reused until this signal is sent.
                 signal_group(self.pid, signal.SIGKILL)
+            if self.readers:
+                self._kill_escaped_holders()
         finally:
             if forget_cancel is not None:
                 forget_cancel()
@@ -291,6 +295,27 @@ class _Supervision:
                 except (OSError, ValueError):
                     break
 
+    def _kill_escaped_holders(self) -> None:
+        """Our pipes are still open with the whole group killed: a process that left the group
+        (setsid) kept them. Find it by the pipe it holds and kill it, so nothing a hook
+        started outlives it unless it detached properly (setsid, output redirected)."""
+        deadline = time.monotonic() + ESCAPE_GRACE_SECONDS
+        while self.readers and time.monotonic() < deadline:
+            # Killed group members take a moment to let go of the pipe.
+            ready = select.select(list(self.readers), [], [], max(0.0, deadline - time.monotonic()))[0]
+            for fd in ready:
+                while self._read(fd):
+                    if not select.select([fd], [], [], 0)[0]:
+                        break
+        if not self.readers:
+            return
+        inodes = {os.fstat(fd).st_ino for fd in self.readers}
+        for pid in pipe_holders(inodes):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def _kill_group(self, graceful: bool) -> None:
         if graceful:
             signal_group(self.pid, signal.SIGTERM)
@@ -314,6 +339,33 @@ class _Supervision:
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
+
+
+def pipe_holders(inodes: set[int]) -> list[int]:
+    """Pids of other processes that hold a pipe with one of these inodes (Linux /proc)."""
+    targets = {f"pipe:[{inode}]" for inode in inodes}
+    me = os.getpid()
+    holders = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        if pid == me:
+            continue
+        directory = f"/proc/{pid}/fd"
+        try:
+            descriptors = os.listdir(directory)
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                if os.readlink(f"{directory}/{descriptor}") in targets:
+                    holders.append(pid)
+                    break
+            except OSError:
+                continue
+    return holders
 
 
 def _open_pidfd(pid: int) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Iterator
@@ -25,34 +26,42 @@ class LogAppender:
 
     def __init__(self) -> None:
         self._fds: dict[Path, int] = {}
+        #: (logs dir, UTC date) -> descriptor: no Path built per line.
+        self._by_day: dict[tuple[str, str], int] = {}
+        # Held across the write too: a new day closes yesterday's descriptor, which another
+        # thread must not be writing to (its number could be reused at once).
+        self._lock = threading.Lock()
 
-    def append(self, path: Path, entry: dict[str, object]) -> None:
+    def append(self, logs_dir: Path, at: str, entry: dict[str, object]) -> None:
+        """Append one record to the log of the UTC day of ``at`` under ``logs_dir``."""
         line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode()
-        fd = self._fds.get(path)
-        if fd is None:
-            fd = self._open(path)
-        written = os.write(fd, line)
+        key = (str(logs_dir), at[:10])
+        with self._lock:
+            fd = self._by_day.get(key)
+            if fd is None:
+                fd = self._open(log_path(logs_dir, at))
+                self._by_day[key] = fd
+            written = os.write(fd, line)
         if written != len(line):
-            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+            raise OSError(f"short write to {log_path(logs_dir, at)}: {written} of {len(line)} bytes")
 
     def _open(self, path: Path) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         # A new day: yesterday's file is done with.
         for old in [p for p in self._fds if p.parent == path.parent]:
             os.close(self._fds.pop(old))
+        self._by_day = {k: v for k, v in self._by_day.items() if k[0] != str(path.parent)}
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._fds[path] = fd
         _end_torn_line(fd)
         return fd
 
-    def close_dir(self, logs_dir: Path) -> None:
-        for path in [p for p in self._fds if p.parent == logs_dir]:
-            os.close(self._fds.pop(path))
-
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+            self._by_day.clear()
 
 
 def _end_torn_line(fd: int) -> None:

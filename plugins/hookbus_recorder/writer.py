@@ -1,9 +1,10 @@
 """One background thread that writes the records of every open bus in this process.
 
-Emit only appends to a queue. The thread takes what has queued up and writes each log line
-at once; a hook's state.json is rewritten once for all the runs of the last 50 ms, so a busy
-hook costs one state write per 50 ms rather than one per fire. ``flush`` writes everything
-submitted before it, state.json included; the thread ends when the last bus releases it.
+Each fire's audit line is written at once, by the thread that recorded it (one ``write`` of
+one whole line on an O_APPEND descriptor). state.json is the slow part (a temp file, fsync,
+rename), so it waits in a queue: the thread rewrites a hook's state.json once for all its
+runs of the last 50 ms. ``flush`` writes everything submitted before it; the thread ends when
+the last bus releases it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hookbus.home import Home
 from hookbus.records import RunRecord
 from hookbus.reporting import ReportOnce
 
-from hookbus_recorder.logfile import LogAppender, log_path
+from hookbus_recorder.logfile import LogAppender
 from hookbus_recorder.state import append_runs, set_load_error
 
 
@@ -34,8 +35,8 @@ class LoadErrors:
 
 #: A busy hook's state.json is rewritten at most this often.
 STATE_DELAY_SECONDS = 0.05
-#: Log lines are written in batches gathered over this long: one wake-up of the writer per
-#: batch, not per fire, keeps it off the emitting thread's back. (flush and close do not wait.)
+#: Queued state updates are gathered over this long: one wake-up of the writer per batch,
+#: not per fire, keeps it off the emitting thread's back. (flush and close do not wait.)
 LOG_DELAY_SECONDS = 0.02
 
 
@@ -79,6 +80,13 @@ class RecordWriter:
                 self._appender.close()
 
     def submit(self, home: Home, record: RunRecord | LoadErrors) -> None:
+        if isinstance(record, RunRecord):
+            # The audit line is written now, on the caller's thread (one write of one whole
+            # line): a crash loses at most the line being written. Only state.json waits.
+            self._guard(
+                f"writing the hook log in {home.logs_dir}",
+                lambda: self._appender.append(home.logs_dir, record.at, record.log_entry()),
+            )
         with self._condition:
             self._queue.append((home, record))
             self._submitted += 1
@@ -135,7 +143,7 @@ class RecordWriter:
                 self._condition.notify_all()
 
     def _write(self, batch: list[tuple[Home, RunRecord | LoadErrors]]) -> int:
-        """Log lines now; state.json runs pending. Returns the items done already."""
+        """Load errors now; state.json runs pending. Returns the items done already."""
         done = 0
         now = time.monotonic()
         for home, record in batch:
@@ -152,12 +160,6 @@ class RecordWriter:
                     )
                 done += 1
                 continue
-            self._guard(
-                f"writing the hook log in {home.logs_dir}",
-                lambda: self._appender.append(
-                    log_path(home.logs_dir, record.at), record.log_entry()
-                ),
-            )
             hook_dir = home.hook_dir(record.hook_id)
             self._pending.setdefault(hook_dir, []).append(record)
             self._pending_since.setdefault(hook_dir, now)
