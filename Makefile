@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONTRIB := $(wildcard contrib/hookbus-*)
 TYPED := hookbus plugins $(foreach dist,$(CONTRIB),$(dist)/$(subst -,_,$(notdir $(dist))))
 
-.PHONY: demo test bench typecheck clean
+.PHONY: demo test stress bench typecheck clean
 
 $(STAMP): pyproject.toml $(foreach dist,$(CONTRIB),$(dist)/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/python -m mypy --strict $(TYPED)
+
+# The reliability suite at full size (its fast part runs in `make test`), with its figures.
+stress: $(STAMP)
+	HOOKBUS_STRESS=1 $(BIN)/python -m pytest tests/stress -p no:cacheprovider
 
 # Not part of `make test`: it prints measured figures, it asserts nothing.
 bench: $(STAMP)

@@ -137,3 +137,16 @@ def atomic_write(path: Path, text: str) -> None:
     temp = path.with_name(f".{path.name}.tmp")
     temp.write_text(text)
     os.replace(temp, path)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The reliability suite's figures (tests/stress), when it ran."""
+    try:
+        from stresskit import FIGURES, FULL
+    except ImportError:
+        return
+    if not FIGURES:
+        return
+    terminalreporter.section(f"reliability figures ({'make stress' if FULL else 'fast sizes'})")
+    for name, value in sorted(FIGURES.items()):
+        terminalreporter.write_line(f"{name:<40} {value:>12,}")
