@@ -625,6 +625,10 @@ class HookBus:
         """Stop taking emits, let running hooks finish for up to ``timeout`` seconds
         (default ``shutdown_timeout``), kill and record what is left as
         "cancelled at shutdown", then let recorders flush. Idempotent.
+
+        It returns within ``timeout`` + CANCEL_GRACE_SECONDS (5 s) plus the recorders' flush;
+        killed hooks are recorded within milliseconds, so the grace is rarely used. A runner
+        that ignores cancellation can cost one more grace period, never more.
         """
         with self._lock:
             if self._closed:
