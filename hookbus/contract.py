@@ -14,6 +14,12 @@ from typing import Any
 
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
 
+# What bash (older: "bad interpreter"; 5.2: "required file not found") and env say when a
+# script's #! line names a program that does not exist.
+_BAD_INTERPRETER = re.compile(
+    rb"bad interpreter|cannot execute: required file not found|^/usr/bin/env: .*No such file", re.MULTILINE
+)
+
 #: How much of a failing command's stderr is kept in the recorded error.
 ERROR_TAIL_CHARS = 500
 
@@ -92,10 +98,10 @@ def describe_exit(returncode: int, stderr: bytes) -> str:
         message = f"killed by {name}"
     else:
         message = f"exited with status {returncode}"
-        if returncode == 127:
-            message += " (command not found)"
-        elif returncode == 126 and b"bad interpreter" in stderr:
+        if returncode in (126, 127) and _BAD_INTERPRETER.search(stderr):
             message += " (bad interpreter: the script's #! line names a program that is not installed)"
+        elif returncode == 127:
+            message += " (command not found)"
         elif returncode == 126:
             message += " (not executable: check the script's run bit, chmod +x)"
     tail = _decode(stderr)[-ERROR_TAIL_CHARS:]
