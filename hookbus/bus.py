@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 _AsyncJob = tuple[Hook, str, Mapping[str, Any], bool]
 
 logger = logging.getLogger("hookbus")
+#: What loads, reloads and is skipped: verbs that print problems themselves silence it.
+load_logger = logging.getLogger("hookbus.load")
 
 #: Default bound on how long ``close()`` lets async hooks finish before killing them.
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
@@ -136,7 +138,7 @@ class HookBus:
 
     def _on_change(self, change: ChangeSet) -> None:
         if change.rescan:
-            logger.info("rescanning %s: %s", self.home.hooks_dir, change.rescan)
+            load_logger.info("rescanning %s: %s", self.home.hooks_dir, change.rescan)
         self._apply(
             hook_ids=change.hook_ids,
             settings=change.settings,
@@ -157,7 +159,7 @@ class HookBus:
         change re-reads every hook; a rescan re-reads those whose stat changed.
         """
         with self._reload_lock:
-            self._loader.verbose = logger.isEnabledFor(logging.INFO)
+            self._loader.verbose = load_logger.isEnabledFor(logging.INFO)
             events = []
             if settings:
                 events += self._loader.load_settings()
@@ -174,7 +176,7 @@ class HookBus:
                 self._published.notify_all()
             for event in events:
                 level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO
-                logger.log(level, "%s", event)
+                load_logger.log(level, "%s", event)
             self._record_load_errors()
 
     def _check_config(self) -> list[LoadEvent]:

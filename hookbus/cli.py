@@ -54,7 +54,7 @@ def _open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
     from hookbus.bus import HookBus
 
     if quiet:
-        logging.getLogger("hookbus").setLevel(logging.ERROR)
+        logging.getLogger("hookbus.load").setLevel(logging.ERROR)
     return HookBus(args.home)
 
 

@@ -87,7 +87,7 @@ def hookbus_records(caplog: pytest.LogCaptureFixture, level: int, text: str) -> 
     return [
         record
         for record in caplog.records
-        if record.name == "hookbus" and record.levelno == level and text in record.getMessage()
+        if record.name.startswith("hookbus") and record.levelno == level and text in record.getMessage()
     ]
 
 
