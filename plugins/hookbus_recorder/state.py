@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from hookbus.records import RunRecord
 
@@ -74,7 +75,7 @@ def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
     runs = list(runs)
     if not runs or not _is_real_directory(hook_dir):
         return  # a deleted hook has no state to keep; the log still has the fire
-    with _DirectoryLock(hook_dir):
+    with _vanishing_ok(hook_dir), _DirectoryLock(hook_dir):
         state = read_state(hook_dir)
         recent = state.get("recent_runs")
         recent = recent if isinstance(recent, list) else []
@@ -97,11 +98,14 @@ def set_load_error(hook_dir: Path, error: str | None) -> None:
         return  # nothing to clear: the common case at start-up, one system call
     if not _is_real_directory(hook_dir):
         return  # never write through a symlinked (refused) hook directory
-    with _DirectoryLock(hook_dir):
+    with _vanishing_ok(hook_dir), _DirectoryLock(hook_dir):
         state = read_state(hook_dir)
         previous = state.get("load_error")
         if error is None:
             if previous is None:
+                return
+            if "recent_runs" not in state:  # it never fired: the error was all there was
+                os.unlink(hook_dir / STATE_NAME)
                 return
             del state["load_error"]
             if state.get("last_error") == previous:
@@ -112,6 +116,17 @@ def set_load_error(hook_dir: Path, error: str | None) -> None:
             state["load_error"] = error
             state["last_error"] = error
         write_atomically(hook_dir, STATE_NAME, state)
+
+
+@contextlib.contextmanager
+def _vanishing_ok(hook_dir: Path) -> Iterator[None]:
+    """A hook directory deleted or renamed while its state is written: nothing to keep, and
+    nothing to report (the log has the fire)."""
+    try:
+        yield
+    except FileNotFoundError:
+        if os.path.lexists(hook_dir):
+            raise
 
 
 def _is_real_directory(path: Path) -> bool:
