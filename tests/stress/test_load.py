@@ -491,15 +491,19 @@ def test_recorder_faults_change_nothing_and_are_reported_once(
         hits = [message for message in errors if target in message]
         assert len(hits) == 1, f"{target!r} reported {len(hits)} times: {errors[:3]}"
     assert len(errors) == len(targets), errors[:10]
-    # Nothing new was reported by the second half of the emits: once, not once per emit.
+    # No failure was reported again by the second half of the emits: once, not once per emit.
     recoveries = hookbus_recoveries(caplog)
-    assert (errors, recoveries) == after_half
+    errors_after_half, recoveries_after_half = after_half
+    assert errors == errors_after_half
     if fault in FLAPPING:
         # Each success between failures is not news either: at most one "recovered" per
         # target (the fault did not end, so even that one is optimistic; see the report).
-        assert len(recoveries) <= len(targets), recoveries[:5]
+        # A target's first success may come in either half: state.json writes are coalesced,
+        # so which of them land on a failing write of the flapping disk is up to timing.
+        assert recoveries[: len(recoveries_after_half)] == recoveries_after_half
+        assert len(set(recoveries)) == len(recoveries) <= len(targets), recoveries[:5]
     else:
-        assert recoveries == []  # nothing recovered: the fault lasts the whole run
+        assert (recoveries_after_half, recoveries) == ([], [])  # the fault lasts the whole run
 
     fires = count + count + count // 2
     if fault == "logs-path-is-a-file":
