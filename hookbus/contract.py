@@ -13,6 +13,7 @@ import signal
 from typing import Any
 
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
+from hookbus.errors import json_limit_message
 
 # What bash (older: "bad interpreter"; 5.2: "required file not found") and env say when a
 # script's #! line names a program that does not exist.
@@ -60,14 +61,49 @@ def outcome_from_object(decision: dict[str, Any]) -> Outcome:
 
 
 def _parse_object(text: str) -> dict[str, Any] | None:
-    """The JSON object ``text`` holds, or None when it is not one."""
+    """The JSON object ``text`` holds, or None when it is not JSON or not an object.
+
+    DecisionError when it is a JSON object Python cannot take whole (an integer over 4,300
+    digits, nesting past the recursion limit) or one that is not JSON at all (NaN): it was
+    meant as a decision, so it must neither be dropped nor pass as context.
+    """
     if not text.startswith("{"):
         return None
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except DecisionError:
+        raise
+    except json.JSONDecodeError:
         return None
-    return value if isinstance(value, dict) else None
+    except ValueError as exc:
+        raise DecisionError(f"JSON decision could not be read: {json_limit_message(exc)}") from None
+    except RecursionError:
+        raise DecisionError("JSON decision could not be read: it is nested too deeply") from None
+    if not isinstance(value, dict):
+        return None
+    if "\\u" in text:  # only an escape can make a lone surrogate, which is not text
+        scrubbed: dict[str, Any] = _scrub_surrogates(value)
+        return scrubbed
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise DecisionError(f"JSON decision: {name} is not valid JSON (use a number or null)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate (a ``\\ud800`` escape with no partner) replaced by
+    U+FFFD, as undecodable output bytes are: the decision stays text a log can hold."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub_surrogates(key): _scrub_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_surrogates(item) for item in value]
+    return value
 
 
 def _decode(data: bytes) -> str:
@@ -79,10 +115,10 @@ def outcome_from_text(text: str) -> Outcome:
     text = text.strip()
     if not text:
         return Outcome("allow")
-    decision = _parse_object(text)
-    if decision is None:
-        return Outcome("context", context=cap_text(text))
     try:
+        decision = _parse_object(text)
+        if decision is None:
+            return Outcome("context", context=cap_text(text))
         return outcome_from_object(decision)
     except DecisionError as exc:
         return Outcome.fail_open(str(exc))
@@ -152,14 +188,14 @@ def outcome_from_final_text(text: str) -> Outcome:
 def _decision_object(text: str) -> Outcome | None:
     """The decision of a reply that is a JSON object, or one fenced JSON object; None when
     it is not one, or has no valid behavior (then it is just text)."""
-    candidate = _parse_object(text)
-    if candidate is None:
-        fenced = _FENCED.findall(text)
-        if len(fenced) == 1:
-            candidate = _parse_object(fenced[0].strip())
-    if candidate is None:
-        return None
     try:
+        candidate = _parse_object(text)
+        if candidate is None:
+            fenced = _FENCED.findall(text)
+            if len(fenced) == 1:
+                candidate = _parse_object(fenced[0].strip())
+        if candidate is None:
+            return None
         return outcome_from_object(candidate)
     except DecisionError:
         return None

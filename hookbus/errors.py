@@ -82,3 +82,11 @@ class Problem:
         where = f" @ {self.location}" if self.location else ""
         kept = " (its last good version stays in effect)" if self.kept_last_good else ""
         return f"{self.path}: {self.message}{where}{kept}"
+
+
+def json_limit_message(exc: ValueError) -> str:
+    """What a ValueError from ``json.loads`` or YAML that is not a syntax error means: text
+    that is valid, but past one of Python's limits."""
+    if "digits" in str(exc):  # sys.get_int_max_str_digits(), not something a user can set
+        return "a number has more than 4,300 digits"
+    return str(exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from collections.abc import Hashable
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from hookbus.errors import SpecError
+from hookbus.errors import SpecError, json_limit_message
 
 #: A hook.json bigger than this is refused, not parsed.
 MAX_SPEC_BYTES = 256 * 1024
@@ -147,7 +148,17 @@ def decode_document(data: bytes, kind: str) -> Any:
     except UnicodeDecodeError as exc:
         raise SpecError(f"not valid UTF-8 (byte {exc.start})", None) from None
     if kind == "yaml":
-        return _decode_yaml(text)
+        document = _decode_yaml(text)
+        escapes = "\\u" in text or "\\U" in text
+    else:
+        document = _decode_json(text)
+        escapes = "\\u" in text
+    if escapes:  # only an escape can make a string that is not Unicode text
+        _reject_surrogates(document, "$")
+    return document
+
+
+def _decode_json(text: str) -> Any:
     try:
         return json.loads(
             text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
@@ -156,8 +167,35 @@ def decode_document(data: bytes, kind: str) -> Any:
         raise SpecError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", None
         ) from None
+    except SpecError:
+        raise
+    except ValueError as exc:  # Python's own limits: an integer over 4,300 digits
+        raise SpecError(f"invalid JSON: {json_limit_message(exc)}", None) from None
     except RecursionError:
         raise SpecError("invalid JSON: nested too deeply", None) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_surrogates(value: Any, location: str) -> None:
+    """A JSON ``\\ud800`` escape with no partner decodes to a lone surrogate, which is not
+    text: no file, log line or terminal can hold it."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found:
+            raise SpecError(
+                f"a string holds a lone surrogate escape (\\u{ord(found.group()):04x}), "
+                "which is not Unicode text: remove it or write the character itself",
+                location,
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _reject_surrogates(key, location)
+            _reject_surrogates(item, f"{location}.{key}" if isinstance(key, str) and key.isidentifier() else location)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_surrogates(item, f"{location}[{index}]")
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -185,14 +223,35 @@ def _decode_yaml(text: str) -> Any:
                 key = self.construct_object(key_node, deep=deep)
                 if not isinstance(key, Hashable):
                     continue  # SafeLoader reports unhashable keys itself
+                if not isinstance(key, str):
+                    # JSON's keys are strings, and so are ours: YAML reads `on`, `no`,
+                    # `1` and `~` as other types.
+                    line = key_node.start_mark.line + 1
+                    raise SpecError(
+                        f"key {key_node.value!r} at line {line} is a {_yaml_type(key)}, not a "
+                        f"string: quote it ('{key_node.value}')",
+                        None,
+                    )
                 if key in seen:
                     line = key_node.start_mark.line + 1
                     raise SpecError(f"duplicate key {key!r} at line {line}", None)
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    if text and not text.endswith("\n"):
+        # A YAML document has no closing brace: a write caught half-way can parse as a
+        # different, valid hook. A file ends with a newline once it is all there.
+        raise SpecError(
+            "does not end with a newline, so it may be half-written: end the file with a "
+            "newline (and write YAML hooks atomically: a temporary file, then rename)",
+            None,
+        )
     try:
         return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except SpecError:
+        raise
+    except ValueError as exc:  # Python's own limits: an integer over 4,300 digits
+        raise SpecError(f"invalid YAML: {json_limit_message(exc)}", None) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -200,3 +259,13 @@ def _decode_yaml(text: str) -> Any:
         raise SpecError(f"invalid YAML{where}: {problem}", None) from None
     except RecursionError:
         raise SpecError("invalid YAML: nested too deeply", None) from None
+
+
+def _yaml_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__

@@ -66,6 +66,14 @@ def is_ignored_name(name: str) -> bool:
     )
 
 
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 _ABSENT = (0, 0, 0, 0, 0, 0)
 
 
@@ -186,6 +194,13 @@ class HookLoader:
         """The state of one directory as it is on disk; None when it holds no hook."""
         directory = self.home.hook_dir(hook_id)
         previous = self.states.get(hook_id)
+        if not _is_text(hook_id):
+            # os.listdir hands back undecodable bytes as lone surrogates: such an id could
+            # never be written to the audit log, state.json or a terminal.
+            shown = hook_id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            message = "the directory name is not valid UTF-8, and a hook id must be: rename it"
+            problem = Problem(f"hooks/{shown}", message, None, hook_id)
+            return HookState(_signature(str(directory)), None, (problem,))
         try:
             spec = read_spec_file(directory, SPEC_NAMES)
         except LoadError as exc:

@@ -45,5 +45,15 @@ def compile_matcher(source: str) -> Matcher:
     try:
         pattern = re.compile(source)
     except re.error as exc:
-        raise SpecError(f"invalid matcher regex {source!r}: {exc}", "$.trigger.matcher") from None
-    return Matcher(source, pattern=pattern)
+        problem = str(exc)
+    except RecursionError:
+        problem = "nested too deeply"
+    except OverflowError:  # a repeat count like a{4294967296}
+        problem = "a repeat count is too large"
+    else:
+        return Matcher(source, pattern=pattern)
+    raise SpecError(f"invalid matcher regex {_shorten(source)!r}: {problem}", "$.trigger.matcher")
+
+
+def _shorten(source: str) -> str:
+    return source if len(source) <= 80 else f"{source[:60]}... ({len(source)} characters)"

@@ -31,6 +31,8 @@ from hookbus.runners import CancelToken
 
 #: Per stream; past it the process group is killed and the run fails.
 MAX_OUTPUT_BYTES = 1024 * 1024
+_MAX_POLL_MS = 2**31 - 1
+
 #: Between SIGTERM and SIGKILL on a timeout.
 KILL_GRACE_SECONDS = 0.25
 #: How long killed group members get to let go of the pipes before escaped holders are sought.
@@ -254,9 +256,9 @@ class _Supervision:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            wait_ms = math.ceil(remaining * 1000)
-            if self.pidfd is None:
-                wait_ms = min(wait_ms, 10)
+            # poll(2) takes an int of milliseconds (24.8 days at most): a longer timeout
+            # just goes round this loop again.
+            wait_ms = min(math.ceil(remaining * 1000), 10 if self.pidfd is None else _MAX_POLL_MS)
             for fd, _ in self.poller.poll(wait_ms):
                 if fd == self.pidfd:
                     return True

@@ -97,7 +97,7 @@ def _combine(sources: Iterable[str]) -> re.Pattern[str] | None:
         return None
     try:
         return re.compile("|".join(f"(?:{source})" for source in sources))
-    except re.error:
+    except (re.error, RecursionError, OverflowError):  # each alone compiled: try them one by one
         return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import attrs
 
-from hookbus.errors import PluginError
+from hookbus.errors import PluginError, SpecError
 
 if TYPE_CHECKING:
     from hookbus.decision import Outcome
@@ -20,6 +21,25 @@ if TYPE_CHECKING:
     from hookbus.spec import Hook
 
     PromptSender = Callable[[PromptRequest], PromptResult]
+
+
+def check_runnable(text: str, what: str = "a command") -> None:
+    """SpecError when ``text`` can never be handed to a process (argv, cwd, environment): a
+    NUL character ends a C string, so the OS refuses it on every fire. Runners call this
+    from ``parse`` so that such a hook is refused at load, not failed at each fire."""
+    if "\x00" in text:
+        raise SpecError(f"{what} cannot hold a NUL character (\\u0000): remove it")
+
+
+_NOT_IN_ENVIRONMENT = re.compile("[\x00\ud800-\udfff]")
+
+
+def _environment_safe(value: str) -> str:
+    """``value`` as an environment variable can hold it: one that ends at a NUL character
+    or holds a lone surrogate (from a step's output, say) would make the spawn fail."""
+    if _NOT_IN_ENVIRONMENT.search(value) is None:
+        return value
+    return _NOT_IN_ENVIRONMENT.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", value)
 
 
 @attrs.frozen
@@ -150,7 +170,7 @@ class HookCall:
         env["HOOKBUS_EVENT"] = self.event
         env["HOOKBUS_HOME"] = str(self.home.root)
         if extra:
-            env.update(extra)
+            env.update((name, _environment_safe(value)) for name, value in extra.items())
         return env
 
     def working_directory(self) -> Path:

@@ -76,7 +76,13 @@ def _structure_fields(base: dict[str, Any]) -> _SpecFields:
         rest = {key: value for key, value in base.items() if key != "trigger"}
         return _SpecFields(Trigger(trigger["event"], trigger.get("matcher", "")), **rest)
     return structure(base, _SpecFields)
+
+
 _SPEC_FIELD_SET = frozenset(SPEC_FIELDS)
+#: Optional string fields whose default is None: a JSON null must not pass for leaving them out.
+_NONE_MEANS_ABSENT: tuple[str, ...] = tuple(
+    field.name for field in attrs.fields(_SpecFields) if field.default is None
+)
 TRIGGER_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(Trigger))
 
 
@@ -215,6 +221,8 @@ def _check_semantics(
             parse_duration(fields.timeout)
         except ValueError as exc:
             errors.append(SpecError(str(exc), "$.timeout"))
+    if "\x00" in fields.cwd:
+        errors.append(SpecError("cwd cannot hold a NUL character (\\u0000): remove it", "$.cwd"))
     if fields.id is not None and fields.id != directory_name:
         errors.append(
             SpecError(
@@ -258,6 +266,10 @@ def parse_hook(
         unknown = [key for key in trigger if key not in TRIGGER_FIELDS]
         errors += _unknown_keys(unknown, TRIGGER_FIELDS, "$.trigger")
         base["trigger"] = {k: v for k, v in trigger.items() if k in TRIGGER_FIELDS}
+    for key in _NONE_MEANS_ABSENT:
+        if key in base and base[key] is None:  # the model's None is "absent", not JSON null
+            errors.append(SpecError("expected a string, got null", f"$.{key}"))
+            del base[key]
     fields: _SpecFields | None = None
     try:
         fields = _structure_fields(base)

@@ -403,13 +403,13 @@ def test_outcome_from_text_caps_context() -> None:
     assert outcome_from_text("y" * MAX_CONTEXT_CHARS).context == "y" * MAX_CONTEXT_CHARS
 
 
-def test_outcome_from_text_deeply_nested_json_is_text() -> None:
-    """A pathological object must not raise (RecursionError) out of the contract."""
+def test_outcome_from_text_deeply_nested_json_fails_open_with_the_reason() -> None:
+    """A pathological object must not raise (RecursionError) out of the contract, and what
+    looks like a JSON decision is not handed to the model as context either."""
     text = '{"a":' * 100_000
     outcome = outcome_from_text(text)
-    assert outcome.behavior == "context"
-    assert outcome.error is None
-    assert outcome.context is not None and TRUNCATED in outcome.context
+    assert outcome.behavior == "allow"
+    assert outcome.error == "JSON decision could not be read: it is nested too deeply"
 
 
 def test_failure_error_keeps_only_the_tail_of_stderr() -> None:

@@ -13,7 +13,7 @@ from hookbus.contract import outcome_from_command
 from hookbus.converter import json_type_name
 from hookbus.decision import Outcome
 from hookbus.errors import SpecError
-from hookbus.runners import HookCall, ParseContext, RunnerRegistration
+from hookbus.runners import HookCall, ParseContext, RunnerRegistration, check_runnable
 
 
 class CommandRunner:
@@ -24,6 +24,7 @@ class CommandRunner:
             raise SpecError(f"expected a string (a bash command), got {json_type_name(value)}")
         if not value.strip():
             raise SpecError("the command is empty")
+        check_runnable(value)
         return value
 
     def schema(self, key: str) -> dict[str, Any]:

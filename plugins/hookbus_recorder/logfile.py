@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from hookbus.records import RunRecord
+from hookbus_recorder.encoding import encode_json
 
 logger = logging.getLogger("hookbus")
 
@@ -34,7 +35,7 @@ class LogAppender:
 
     def append(self, logs_dir: Path, at: str, entry: dict[str, object]) -> None:
         """Append one record to the log of the UTC day of ``at`` under ``logs_dir``."""
-        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode()
+        line = encode_json(entry)
         key = (str(logs_dir), at[:10])
         with self._lock:
             fd = self._by_day.get(key)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from hookbus.records import RunRecord
+from hookbus_recorder.encoding import encode_json
 
 STATE_NAME = "state.json"
 RECENT_RUNS = 10
@@ -34,7 +35,7 @@ def write_atomically(directory: Path, name: str, document: dict[str, Any]) -> No
     The temp name starts with a dot so the hooks-directory watcher ignores it.
     """
     temp = directory / f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
-    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    data = encode_json(document, indent=2)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         try:

@@ -18,6 +18,7 @@ from hookbus.durations import parse_duration
 from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
+from hookbus.runners import check_runnable
 from hookbus.schema import DURATION
 
 CONFIG_NAMES: tuple[tuple[str, str], ...] = (("workflow.json", "json"), ("workflow.yaml", "yaml"))
@@ -104,6 +105,11 @@ def parse_step(value: Any, location: str, errors: list[SpecError]) -> Step | Non
     errors += [_unknown(key, _STEP_FIELDS, location) for key in extra]
     kind = kinds[0]
     text = _string(value[kind], f"{location}.{kind}", errors)
+    if kind == "bash":
+        try:
+            check_runnable(text)
+        except SpecError as exc:
+            errors.append(SpecError(exc.message, f"{location}.bash"))
     name = _string(value.get("name", ""), f"{location}.name", errors, empty_ok=True)
     timeout: float | None = None
     timeout_text = ""

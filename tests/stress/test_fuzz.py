@@ -16,12 +16,11 @@ behaviors, a modify with an object, reasons and contexts capped at 10,000 charac
 the marker, or allow with a recorded error. Real command hooks printing those bytes get that
 outcome recorded.
 
-Known library bugs are kept at the end of the file as ``xfail(strict=True)`` examples, each
-with its minimal reproduction. The generated inputs steer clear of exactly those triggers
-(integers over 4,300 digits, non-string YAML keys, null ``id``/``timeout``, non-ASCII
-digits in durations, lone surrogates, regexes nested thousands deep or with huge repeat
-counts, NUL bytes in commands, timeouts over ~290 years), so the properties keep guarding
-everything else.
+The library bugs this fuzzing found are kept at the end of the file as regression tests,
+each with its minimal reproduction: integers over 4,300 digits, non-string YAML keys, null
+``id``/``timeout``, non-ASCII digits in durations, lone surrogates, regexes nested thousands
+deep or with huge repeat counts, NUL bytes in commands, timeouts over ~292 years, NaN in a
+decision, non-UTF-8 directory names and truncated YAML.
 """
 
 from __future__ import annotations
@@ -95,6 +94,7 @@ GENERATED_ACTIONS = ("command", "prompt", "workflow")
 DURATION = re.compile(r"(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h))+")
 DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+MAX_DURATION_SECONDS = 9223372036.0  # 2562047h47m16s, about 292 years: Go's limit, to the second
 
 
 @functools.cache
@@ -116,7 +116,8 @@ def reserved_keys() -> frozenset[str]:
 def duration_ok(value: object) -> bool:
     if type(value) is not str or not DURATION.fullmatch(value):
         return False
-    return sum(float(n) * UNIT_SECONDS[u] for n, u in DURATION_PART.findall(value)) > 0
+    seconds = sum(float(n) * UNIT_SECONDS[u] for n, u in DURATION_PART.findall(value))
+    return 0 < seconds <= MAX_DURATION_SECONDS
 
 
 def workflow_ok(value: object) -> bool:
@@ -135,6 +136,8 @@ def workflow_ok(value: object) -> bool:
             return False
         text = step[kinds[0]]
         if type(text) is not str or not text.strip():
+            return False
+        if kinds[0] == "bash" and "\x00" in text:
             return False
         if "name" in step and type(step["name"]) is not str:
             return False
@@ -174,7 +177,7 @@ def oracle_valid(doc: Any, hook_id: str) -> bool:
     elif matcher not in ("", "*"):
         try:
             re.compile(matcher)
-        except re.error:
+        except (re.error, RecursionError, OverflowError):
             return False
     if any(field in doc and type(doc[field]) is not str for field in STRING_FIELDS):
         return False
@@ -189,10 +192,12 @@ def oracle_valid(doc: Any, hook_id: str) -> bool:
         return False
     if "timeout" in doc and not duration_ok(doc["timeout"]):
         return False
+    if "\x00" in doc.get("cwd", ""):
+        return False
     value = doc[action]
     if action == "workflow":
         return workflow_ok(value)
-    return type(value) is str and bool(value.strip())
+    return type(value) is str and bool(value.strip()) and (action != "command" or "\x00" not in value)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -218,19 +223,37 @@ class _StrictYAML(yaml.SafeLoader):
 
 
 def decode_strictly(data: bytes, kind: str) -> tuple[bool, Any]:
-    """(True, document) when ``data`` is a document the contract can read at all."""
+    """(True, document) when ``data`` is a document the contract can read at all: UTF-8
+    under the cap, no duplicate keys, no NaN, string keys only, no lone surrogate, and a
+    hook.yaml ends with a newline (a YAML document cut at a line's middle may parse)."""
     if len(data) > CAP:
         return False, None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False, None
+    if kind == "yaml" and text and not text.endswith("\n"):
+        return False, None
     try:
         if kind == "json":
-            return True, json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
-        return True, yaml.load(text, Loader=_StrictYAML)  # noqa: S506 - a SafeLoader subclass
+            doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        else:
+            doc = yaml.load(text, Loader=_StrictYAML)  # noqa: S506 - a SafeLoader subclass
     except (ValueError, RecursionError, yaml.YAMLError):
         return False, None
+    if _nonstring_keys(doc, set()) or _has_surrogate(doc):
+        return False, None
+    return True, doc
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
 
 
 # -- homes, files and checks -----------------------------------------------------------------
@@ -432,18 +455,9 @@ def _examples() -> list[tuple[str, str, bytes]]:
 EXAMPLES = _examples()
 
 
-def without_null_id_or_timeout(doc: Any) -> Any:
-    """``timeout:`` cut before its value is null in YAML, which the loader takes for absent:
-    a known bug (test_bug_loader_accepts_what_the_contract_refuses), not what this checks."""
-    if type(doc) is dict:
-        return {k: v for k, v in doc.items() if not (k in ("id", "timeout") and v is None)}
-    return doc
-
-
 def check_prefix(bus: HookBus, hook_id: str, name: str, prefix: bytes, kind: str, complete: int) -> tuple[bool, Any]:
     loaded = hook_id in bus.snapshot.hooks
     decodable, doc = decode_strictly(prefix, kind)
-    doc = without_null_id_or_timeout(doc)
     valid = decodable and oracle_valid(doc, hook_id)
     assert loaded == valid, f"prefix of {len(prefix)} bytes: loaded={loaded}, valid={valid}"
     if kind == "json":
@@ -525,7 +539,7 @@ numbers = st.one_of(
     st.integers(),
     st.integers(min_value=-(10**4000), max_value=10**4000),  # huge, under Python's 4,300-digit limit
     st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from([0, -0.0, 1e308, -1e308, 5e-324, 2**63, -(2**63) - 1, 10**4299]),
+    st.sampled_from([0, -0.0, 1e308, -1e308, 5e-324, 2**63, -(2**63) - 1, 10**4299, 10**4300]),
 )
 TYPED_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "null": st.none(),
@@ -537,12 +551,9 @@ TYPED_VALUES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
-def wrong_type(allowed: str, null_ok: bool = True) -> st.SearchStrategy[Any]:
-    """A value of any JSON type but ``allowed``. Null is left out where the loader takes it
-    for "absent" (id, timeout: see test_bug_loader_accepts_what_the_contract_refuses)."""
-    return st.one_of(
-        [strategy for kind, strategy in TYPED_VALUES.items() if kind != allowed and (null_ok or kind != "null")]
-    )
+def wrong_type(allowed: str) -> st.SearchStrategy[Any]:
+    """A value of any JSON type but ``allowed`` (null included: it never means "absent")."""
+    return st.one_of([strategy for kind, strategy in TYPED_VALUES.items() if kind != allowed])
 
 
 UNITS = ["ns", "us", "µs", "ms", "s", "m", "h"]
@@ -740,7 +751,7 @@ def m_wrong_type(draw: st.DrawFn) -> Case:
     doc = draw(valid_docs())
     path = draw(st.sampled_from(paths_of(doc)))
     allowed = SPEC_KEYS_OF[path[-1]]
-    set_path(doc, path, draw(wrong_type(allowed, null_ok=path not in (("id",), ("timeout",)))))
+    set_path(doc, path, draw(wrong_type(allowed)))
     return Case(f"wrong type at {path}", yaml_or_json(draw, doc), doc)
 
 
@@ -889,11 +900,12 @@ lone_surrogates = st.builds(
 
 
 def m_surrogate(draw: st.DrawFn) -> Case:
-    """A lone surrogate (a legal JSON escape) in a key or a value that makes the spec bad.
-    Not in the matcher: that crashes `hookbus validate` (a known bug)."""
+    """A lone surrogate (a legal JSON escape) in a key or a value: refused wherever it is."""
     doc = draw(valid_docs())
     text = draw(lone_surrogates)
-    where = draw(st.sampled_from(["unknown key", "unknown trigger key", "event", "mode", "timeout", "id", "created_by type"]))
+    where = draw(st.sampled_from(
+        ["unknown key", "unknown trigger key", "event", "mode", "timeout", "id", "created_by type", "matcher", "name", "command"]
+    ))
     if where == "unknown key":
         doc[text] = draw(json_values)
     elif where == "unknown trigger key":
@@ -904,6 +916,14 @@ def m_surrogate(draw: st.DrawFn) -> Case:
         doc[where] = text
     elif where == "id":
         doc["id"] = "@@ID@@" + text
+    elif where == "matcher":
+        doc["trigger"] = {"event": "PreToolUse", "matcher": text}
+    elif where == "name":
+        doc["name"] = text
+    elif where == "command":
+        for action in GENERATED_ACTIONS:
+            doc.pop(action, None)
+        doc["command"] = text
     else:
         doc["created_by"] = [text]
     return Case(f"lone surrogate in the {where}", "json", doc, ascii=True)
@@ -925,14 +945,6 @@ def _nonstring_keys(value: Any, seen: set[int]) -> bool:
     return False
 
 
-def yaml_safe_to_fuzz(data: bytes) -> bool:
-    """Random YAML must not have non-string keys: those crash the loader (a known bug)."""
-    try:
-        return not _nonstring_keys(yaml.safe_load(data.decode("utf-8")), set())
-    except Exception:
-        return True
-
-
 def m_random(draw: st.DrawFn) -> Case:
     kind = draw(st.sampled_from(["json", "yaml"]))
     data = draw(
@@ -942,8 +954,6 @@ def m_random(draw: st.DrawFn) -> Case:
             st.builds(lambda d, n: json.dumps(d).encode()[:n], json_values, st.integers(0, 200)),
         )
     )
-    if kind == "yaml" and not yaml_safe_to_fuzz(data):
-        kind = "json"
     return Case("random bytes", kind, data=data, expect=None)
 
 
@@ -1666,11 +1676,7 @@ def test_real_command_hooks_record_a_decision_or_an_error(runs: list[tuple[int, 
     FIGURES["decision outputs fuzzed"] += len(runs)
 
 
-# -- known bugs: each kept as a failing example with its minimal reproduction -----------------
-
-
-def bug(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"BUG: {reason}")
+# -- regressions: library bugs this fuzzing found, each with its minimal reproduction --------
 
 
 @pytest.mark.timeout(60)
@@ -1680,52 +1686,42 @@ def bug(reason: str) -> pytest.MarkDecorator:
         pytest.param(
             "hook.json", b'{"trigger": {"event": "Stop"}, "command": "true", "name": ' + b"1" * 4301 + b"}",
             id="json-int-over-4300-digits",
-            marks=bug("a JSON integer over 4,300 digits makes HookBus() raise ValueError "
-                      "(decode_document catches only JSONDecodeError)"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop}\ncommand: 'true'\nname: " + b"1" * 4301 + b"\n",
             id="yaml-int-over-4300-digits",
-            marks=bug("a YAML integer over 4,300 digits makes HookBus() raise ValueError"),
         ),
         pytest.param(
             "hook.json", json.dumps({"trigger": {"event": "PreToolUse", "matcher": "(" * 5000 + ")" * 5000}, "command": "true"}).encode(),
             id="matcher-nested-5000-deep",
-            marks=bug("a matcher regex nested 5,000 deep makes HookBus() raise RecursionError "
-                      "(compile_matcher catches only re.error)"),
         ),
         pytest.param(
             "hook.json", json.dumps({"trigger": {"event": "PreToolUse", "matcher": "a{4294967296}"}, "command": "true"}).encode(),
             id="matcher-huge-repeat",
-            marks=bug("a matcher with a repeat count over 2**32-1 makes HookBus() raise OverflowError"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop}\ncommand: 'true'\n1: x\n", id="yaml-int-key",
-            marks=bug("a non-string YAML key makes HookBus() raise TypeError (difflib on the key)"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop}\ncommand: 'true'\non: push\n", id="yaml-on-key",
-            marks=bug("YAML `on:` (a boolean key) makes HookBus() raise TypeError"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop}\ncommand: 'true'\n~: x\n", id="yaml-null-key",
-            marks=bug("a null YAML key makes HookBus() raise TypeError"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop, 3: x}\ncommand: 'true'\n", id="yaml-int-key-in-trigger",
-            marks=bug("a non-string key in the trigger makes HookBus() raise TypeError"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop}\nworkflow: {steps: [{5: x}]}\n", id="yaml-int-key-in-step",
-            marks=bug("a non-string key in a workflow step makes HookBus() raise TypeError"),
         ),
         pytest.param(
             "hook.yaml", b"trigger: {event: Stop}\nworkflow: {steps: [{bash: x}], 7: y}\n", id="yaml-int-key-in-workflow",
-            marks=bug("a non-string key in an inline workflow makes HookBus() raise TypeError"),
         ),
     ],
 )
-def test_bug_specs_that_crash_the_load(name: str, data: bytes, tmp_path: Path) -> None:
+def test_regression_specs_that_crash_the_load(name: str, data: bytes, tmp_path: Path) -> None:
+    """Was: HookBus() raised ValueError (digits), RecursionError or OverflowError (regexes) or
+    TypeError (non-string YAML keys, which difflib choked on) instead of skipping the file."""
     home = make_home(tmp_path)
     write_anchor(home)
     write_file(home, "x", name, data)
@@ -1744,9 +1740,9 @@ def test_bug_specs_that_crash_the_load(name: str, data: bytes, tmp_path: Path) -
         pytest.param({"timeout": "\uff15s"}, id="timeout-fullwidth-digit"),
     ],
 )
-@bug("the loader registers mutated types its published schema refuses: null for id and timeout "
-     "(taken as absent) and non-ASCII digits in durations (Python's \\d)")
-def test_bug_loader_accepts_what_the_contract_refuses(changes: dict[str, Any], tmp_path: Path) -> None:
+def test_regression_loader_accepts_what_the_contract_refuses(changes: dict[str, Any], tmp_path: Path) -> None:
+    """Was: null for id and timeout was taken as absent, and Python's \\d took non-ASCII
+    digits in durations; the published schema refuses both."""
     home = make_home(tmp_path)
     write_file(home, "x", "hook.json", json.dumps({"trigger": {"event": "Stop"}, "command": "true", **changes}).encode())
     with quiet(), HookBus(home) as bus:
@@ -1754,9 +1750,9 @@ def test_bug_loader_accepts_what_the_contract_refuses(changes: dict[str, Any], t
 
 
 @pytest.mark.timeout(60)
-@bug("a lone surrogate in a matcher regex error (`(?\\ud800)`) reaches the problem message raw: "
-     "`hookbus validate` dies with UnicodeEncodeError and a traceback, and state.json cannot be written")
-def test_bug_validate_survives_a_lone_surrogate_in_a_matcher(tmp_path: Path) -> None:
+def test_regression_validate_survives_a_lone_surrogate_in_a_matcher(tmp_path: Path) -> None:
+    """Was: the surrogate reached the regex error message raw, and `hookbus validate` died
+    with UnicodeEncodeError. Now a lone surrogate is refused where the file is decoded."""
     home = make_home(tmp_path)
     write_anchor(home)
     write_file(home, "x", "hook.json", b'{"trigger": {"event": "PreToolUse", "matcher": "(?\\ud800)"}, "command": "true"}')
@@ -1773,10 +1769,9 @@ def test_bug_validate_survives_a_lone_surrogate_in_a_matcher(tmp_path: Path) -> 
         pytest.param({"timeout": "9" * 400 + "h"}, id="timeout-infinite"),
     ],
 )
-@bug("specs the loader accepts but that can never run: every fire fails inside the runner, is "
-     "recorded as \"runner 'command' raised ValueError/UnicodeEncodeError/OverflowError: ...\" and "
-     "logs a traceback")
-def test_bug_a_loaded_hook_runs_without_internal_errors(changes: dict[str, Any], tmp_path: Path) -> None:
+def test_regression_a_loaded_hook_runs_without_internal_errors(changes: dict[str, Any], tmp_path: Path) -> None:
+    """Was: these specs loaded, and every fire failed inside the runner with "runner
+    'command' raised ValueError/UnicodeEncodeError/OverflowError" and a traceback."""
     home = make_home(tmp_path)
     spec = {"trigger": {"event": "Stop"}, "mode": "sync", "command": "echo hi", **changes}
     write_file(home, "x", "hook.json", json.dumps(spec).encode())
@@ -1797,18 +1792,17 @@ def test_bug_a_loaded_hook_runs_without_internal_errors(changes: dict[str, Any],
         pytest.param(b'{"behavior": "deny", "reason": "no", "n": ' + b"[" * 5000 + b"]" * 5000 + b"}", id="nested-5000-deep"),
     ],
 )
-@bug("a JSON decision Python's json cannot parse (integers over 4,300 digits, nesting past the "
-     "recursion limit) is neither a decision nor a recorded error: the deny is dropped and the raw "
-     "JSON is injected into the model's context")
-def test_bug_an_unparseable_json_decision_is_not_context(stdout: bytes) -> None:
+def test_regression_an_unparseable_json_decision_is_not_context(stdout: bytes) -> None:
+    """Was: a JSON decision past Python's limits dropped the deny and put the raw JSON into
+    the model's context. Now it fails open with the reason recorded."""
     outcome = outcome_from_command(0, stdout, b"")
     assert outcome.behavior == "deny" or (outcome.behavior == "allow" and outcome.error), outcome.behavior
 
 
 @pytest.mark.timeout(60)
-@bug("a JSON decision with a lone surrogate escape (`\"\\ud800\"`) is taken as is: the Decision holds "
-     "text that is not UTF-8 and the fire is missing from the audit log (its write fails)")
-def test_bug_a_lone_surrogate_in_a_decision_is_still_recorded(tmp_path: Path) -> None:
+def test_regression_a_lone_surrogate_in_a_decision_is_still_recorded(tmp_path: Path) -> None:
+    """Was: the Decision held text that is not UTF-8, and the fire was missing from the audit
+    log (its write failed). Now the surrogate becomes U+FFFD, as undecodable bytes do."""
     home = make_home(tmp_path)
     write_printing_hook(home, "x", 0, b'{"behavior": "context", "context": "a\\ud800b"}', b"")
     with quiet(), HookBus(home) as bus:
@@ -1818,9 +1812,8 @@ def test_bug_a_lone_surrogate_in_a_decision_is_still_recorded(tmp_path: Path) ->
 
 
 @pytest.mark.timeout(60)
-@bug("NaN in a JSON decision is accepted (spec files refuse it) and written to the audit log as "
-     "`NaN`, which is not JSON")
-def test_bug_the_audit_log_stays_json_after_a_nan_decision(tmp_path: Path) -> None:
+def test_regression_the_audit_log_stays_json_after_a_nan_decision(tmp_path: Path) -> None:
+    """Was: NaN was accepted in a decision and written to the audit log as `NaN`, not JSON."""
     home = make_home(tmp_path)
     write_printing_hook(home, "x", 0, b'{"behavior": "modify", "input": {"path": NaN}}', b"")
     with quiet(), HookBus(home) as bus:
@@ -1831,9 +1824,8 @@ def test_bug_the_audit_log_stays_json_after_a_nan_decision(tmp_path: Path) -> No
 
 
 @pytest.mark.timeout(60)
-@bug("a hook directory whose name is not UTF-8 loads and fires, but none of its fires is "
-     "recorded: the log and state.json writes fail on the surrogate-escaped id")
-def test_bug_a_hook_in_a_non_utf8_directory_is_recorded_or_refused(tmp_path: Path) -> None:
+def test_regression_a_hook_in_a_non_utf8_directory_is_recorded_or_refused(tmp_path: Path) -> None:
+    """Was: it loaded and fired, but no fire was recorded (the id could not be written)."""
     home = make_home(tmp_path)
     raw_dir = os.fsencode(home / "hooks") + b"/\xffx"
     os.mkdir(raw_dir)
@@ -1849,10 +1841,9 @@ def test_bug_a_hook_in_a_non_utf8_directory_is_recorded_or_refused(tmp_path: Pat
 
 
 @pytest.mark.timeout(60)
-@bug("a truncated hook.yaml (a write caught half-way) can be a complete YAML document: it loads "
-     "as another, valid hook (here with a truncated command) instead of being skipped; JSON "
-     "cannot, its closing brace marks the end")
-def test_bug_a_truncated_hook_yaml_is_not_registered(tmp_path: Path) -> None:
+def test_regression_a_truncated_hook_yaml_is_not_registered(tmp_path: Path) -> None:
+    """Was: a hook.yaml cut half-way (a write in progress) can be a complete YAML document,
+    and loaded as another hook; now a hook.yaml must end with a newline."""
     home = make_home(tmp_path)
     full = b"trigger:\n  event: Stop\nmode: sync\ncommand: echo one two three\n"
     write_file(home, "x", "hook.yaml", full[: full.index(b" two")])
