@@ -611,3 +611,41 @@ def test_recorded_durations_read_back(home, seconds):
     with HookBus(home) as bus:
         [back] = bus.read_runs("h", 1)
     assert (back.at, back.status) == (record.at, "done")
+
+
+def _record(hook_id: str = "h") -> RunRecord:
+    return RunRecord(
+        at="2026-01-02T03:04:05.678Z", hook_id=hook_id, event="Stop", mode="async", status="done", duration=0.01
+    )
+
+
+def test_state_follows_a_hook_directory_renamed_while_it_is_written(home):
+    """The state is read and replaced relative to the locked directory: renamed meanwhile
+    (and another directory put in its place, as hot reload churn does), the run lands in
+    the directory that was locked, and the rename never looks for its temp file elsewhere."""
+    from hookbus_recorder.state import _LockedDirectory, write_atomically
+
+    old = home / "hooks" / "h"
+    old.mkdir()
+    with _LockedDirectory(old) as locked:
+        old.rename(home / "hooks" / "moved")
+        old.mkdir()
+        write_atomically(old, "state.json", {"n": 1}, locked.fd)
+    assert json.loads((home / "hooks" / "moved" / "state.json").read_text()) == {"n": 1}
+    assert list(old.iterdir()) == []
+
+
+def test_a_hook_directory_deleted_while_its_state_is_written_is_not_an_error(home):
+    import shutil
+
+    from hookbus_recorder.state import _LockedDirectory, write_atomically
+
+    hook_dir = home / "hooks" / "h"
+    hook_dir.mkdir()
+    with _LockedDirectory(hook_dir) as locked:
+        shutil.rmtree(hook_dir)
+        hook_dir.mkdir()  # a new hook of the same name: not the directory that was locked
+        write_atomically(hook_dir, "state.json", {"n": 1}, locked.fd)  # raises, swallowed
+    assert list(hook_dir.iterdir()) == []
+    append_runs(home / "hooks" / "gone", [_record("gone")])  # never existed: nothing written
+    assert not (home / "hooks" / "gone").exists()

@@ -19,24 +19,36 @@ RECENT_RUNS = 10
 _temp_counter = itertools.count()
 
 
-def read_state(hook_dir: Path) -> dict[str, Any]:
-    """The current state of a hook; empty when there is none or it is unreadable."""
+def read_state(hook_dir: Path, dir_fd: int | None = None) -> dict[str, Any]:
+    """The current state of a hook; empty when there is none or it is unreadable.
+
+    With ``dir_fd`` (the hook directory, open), ``hook_dir`` is only named in messages.
+    """
     try:
-        with open(hook_dir / STATE_NAME, "rb") as handle:
+        if dir_fd is None:
+            fd = os.open(hook_dir / STATE_NAME, os.O_RDONLY | os.O_CLOEXEC)
+        else:
+            fd = os.open(STATE_NAME, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+        with open(fd, "rb") as handle:
             state = json.loads(handle.read())
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}
 
 
-def write_atomically(directory: Path, name: str, document: dict[str, Any]) -> None:
+def write_atomically(
+    directory: Path, name: str, document: dict[str, Any], dir_fd: int | None = None
+) -> None:
     """Temp file in the same directory, fsync, rename: readers see old or new, never torn.
 
-    The temp name starts with a dot so the hooks-directory watcher ignores it.
+    The temp name starts with a dot so the hooks-directory watcher ignores it. With
+    ``dir_fd`` every step is relative to that open directory, so a directory renamed
+    meanwhile still gets its own file, and the rename never looks for the temp file elsewhere.
     """
-    temp = directory / f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
+    temp = f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
     data = encode_json(document, indent=2)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    at = str(directory) + os.sep if dir_fd is None else ""
+    fd = os.open(at + temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -45,27 +57,39 @@ def write_atomically(directory: Path, name: str, document: dict[str, Any]) -> No
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, directory / name)
+        os.replace(at + temp, at + name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(temp)
+            os.unlink(at + temp, dir_fd=dir_fd)
         except OSError:
             pass
         raise
 
 
-class _DirectoryLock:
-    """An exclusive flock on the hook directory itself: serialises writers across processes
-    without adding a lock file."""
+class _LockedDirectory:
+    """A hook directory, open, under an exclusive flock on the directory itself: serialises
+    writers across processes without a lock file, and pins the directory that state.json
+    is read from and written to, wherever it is renamed meanwhile."""
 
     def __init__(self, directory: Path) -> None:
-        self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.directory = directory
+        self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
-    def __enter__(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+    def __enter__(self) -> _LockedDirectory:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        return self
 
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)  # closing the descriptor releases the lock
+    def __exit__(self, kind: object, error: object, trace: object) -> bool:
+        try:
+            # Deleted while we held it (rm -rf of the hook): nothing to keep, nothing to
+            # report; the log still has the fire.
+            return isinstance(error, FileNotFoundError) and os.fstat(self.fd).st_nlink == 0
+        finally:
+            os.close(self.fd)  # closing the descriptor releases the lock
 
 
 def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
@@ -76,8 +100,8 @@ def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
     runs = list(runs)
     if not runs or not _is_real_directory(hook_dir):
         return  # a deleted hook has no state to keep; the log still has the fire
-    with _vanishing_ok(hook_dir), _DirectoryLock(hook_dir):
-        state = read_state(hook_dir)
+    with _vanished_ok(), _LockedDirectory(hook_dir) as locked:
+        state = read_state(hook_dir, locked.fd)
         recent = state.get("recent_runs")
         recent = recent if isinstance(recent, list) else []
         recent = [*recent, *(run.state_run() for run in runs)][-RECENT_RUNS:]
@@ -89,7 +113,7 @@ def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:
             last_error=last.error or state.get("load_error"),
             recent_runs=recent,
         )
-        write_atomically(hook_dir, STATE_NAME, state)
+        write_atomically(hook_dir, STATE_NAME, state, locked.fd)
 
 
 def set_load_error(hook_dir: Path, error: str | None) -> None:
@@ -99,14 +123,14 @@ def set_load_error(hook_dir: Path, error: str | None) -> None:
         return  # nothing to clear: the common case at start-up, one system call
     if not _is_real_directory(hook_dir):
         return  # never write through a symlinked (refused) hook directory
-    with _vanishing_ok(hook_dir), _DirectoryLock(hook_dir):
-        state = read_state(hook_dir)
+    with _vanished_ok(), _LockedDirectory(hook_dir) as locked:
+        state = read_state(hook_dir, locked.fd)
         previous = state.get("load_error")
         if error is None:
             if previous is None:
                 return
             if "recent_runs" not in state:  # it never fired: the error was all there was
-                os.unlink(hook_dir / STATE_NAME)
+                os.unlink(STATE_NAME, dir_fd=locked.fd)
                 return
             del state["load_error"]
             if state.get("last_error") == previous:
@@ -116,18 +140,16 @@ def set_load_error(hook_dir: Path, error: str | None) -> None:
                 return
             state["load_error"] = error
             state["last_error"] = error
-        write_atomically(hook_dir, STATE_NAME, state)
+        write_atomically(hook_dir, STATE_NAME, state, locked.fd)
 
 
 @contextlib.contextmanager
-def _vanishing_ok(hook_dir: Path) -> Iterator[None]:
-    """A hook directory deleted or renamed while its state is written: nothing to keep, and
-    nothing to report (the log has the fire)."""
+def _vanished_ok() -> Iterator[None]:
+    """A hook directory deleted or renamed away before we could open it: nothing to keep."""
     try:
         yield
-    except FileNotFoundError:
-        if os.path.lexists(hook_dir):
-            raise
+    except (FileNotFoundError, NotADirectoryError):
+        pass
 
 
 def _is_real_directory(path: Path) -> bool:

@@ -337,8 +337,8 @@ class _FullDiskOS(ModuleType):
     def write(self, *args: Any) -> Any:
         return self._full("write", *args)
 
-    def replace(self, *args: Any) -> Any:
-        return self._full("replace", *args)
+    def replace(self, *args: Any, **kwargs: Any) -> Any:
+        return self._full("replace", *args, **kwargs)
 
     def fsync(self, *args: Any) -> Any:
         return self._full("fsync", *args)
