@@ -192,7 +192,7 @@ def _reject_surrogates(value: Any, location: str) -> None:
     elif isinstance(value, dict):
         for key, item in value.items():
             _reject_surrogates(key, location)
-            _reject_surrogates(item, f"{location}.{key}" if isinstance(key, str) and key.isidentifier() else location)
+            _reject_surrogates(item, f"{location}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _reject_surrogates(item, f"{location}[{index}]")

@@ -22,7 +22,8 @@ _temp_counter = itertools.count()
 def read_state(hook_dir: Path, dir_fd: int | None = None) -> dict[str, Any]:
     """The current state of a hook; empty when there is none or it is unreadable.
 
-    With ``dir_fd`` (the hook directory, open), ``hook_dir`` is only named in messages.
+    With ``dir_fd`` (the hook directory, open), the file is opened relative to it and
+    ``hook_dir`` is not used.
     """
     try:
         if dir_fd is None:
@@ -72,7 +73,6 @@ class _LockedDirectory:
     is read from and written to, wherever it is renamed meanwhile."""
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
         self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
     def __enter__(self) -> _LockedDirectory:
