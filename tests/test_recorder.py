@@ -649,3 +649,15 @@ def test_a_hook_directory_deleted_while_its_state_is_written_is_not_an_error(hom
     assert list(hook_dir.iterdir()) == []
     append_runs(home / "hooks" / "gone", [_record("gone")])  # never existed: nothing written
     assert not (home / "hooks" / "gone").exists()
+
+
+def test_temp_files_of_a_writer_killed_mid_write_are_removed_by_the_next_writer(home):
+    hook_dir = home / "hooks" / "h"
+    hook_dir.mkdir()
+    stale = hook_dir / ".state.json.4242.7.tmp"
+    stale.write_text('{"half": ')
+    unrelated = hook_dir / ".notes.tmp"
+    unrelated.write_text("mine")
+    append_runs(hook_dir, [_record()])
+    assert not stale.exists() and unrelated.exists()
+    assert read_state(home, "h")["last_status"] == "done"

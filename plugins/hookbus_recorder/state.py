@@ -7,6 +7,7 @@ import fcntl
 import itertools
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -73,11 +74,15 @@ class _LockedDirectory:
     is read from and written to, wherever it is renamed meanwhile."""
 
     def __init__(self, directory: Path) -> None:
+        self.directory = str(directory)
         self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
     def __enter__(self) -> _LockedDirectory:
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
+            if self.directory not in _swept:
+                _sweep_temp_files(self.fd)
+                _swept.add(self.directory)
         except BaseException:
             os.close(self.fd)
             raise
@@ -90,6 +95,22 @@ class _LockedDirectory:
             return isinstance(error, FileNotFoundError) and os.fstat(self.fd).st_nlink == 0
         finally:
             os.close(self.fd)  # closing the descriptor releases the lock
+
+
+#: Hook directories this process has swept of stale temp files (once each is enough).
+_swept: set[str] = set()
+_TEMP_FILE = re.compile(rf"\.{re.escape(STATE_NAME)}\.[0-9]+\.[0-9]+\.tmp")
+
+
+def _sweep_temp_files(dir_fd: int) -> None:
+    """Remove the temp files of writers killed mid-write (SIGKILL, power loss). Every writer
+    makes its temp file under the directory's lock, which we hold: any found is stale."""
+    for name in os.listdir(dir_fd):
+        if _TEMP_FILE.fullmatch(name):
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
 
 
 def append_runs(hook_dir: Path, runs: Iterable[RunRecord]) -> None:

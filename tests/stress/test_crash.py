@@ -262,6 +262,11 @@ def test_sigkill_while_emitting_and_recording(home: Path, tmp_path: Path) -> Non
             assert "skipped a line that is not a record" in result.stderr, result.stderr
             FIGURES["hookbus log runs over a torn tail"] += 1
     assert "Traceback" not in (tmp_path / "child.err").read_text()
+    # A writer killed mid-write leaves its temp file; the next process to write that
+    # state.json (holding the directory's lock, so no writer is mid-write) removes it.
+    with HookBus(home) as bus:
+        bus.emit("PreToolUse", {"tool_name": "Bash", "tool_input": {}})
+    assert list((home / "hooks").glob("*/.state.json.*.tmp")) == []
 
 
 @pytest.mark.timeout(60)

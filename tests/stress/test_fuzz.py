@@ -539,7 +539,7 @@ numbers = st.one_of(
     st.integers(),
     st.integers(min_value=-(10**4000), max_value=10**4000),  # huge, under Python's 4,300-digit limit
     st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from([0, -0.0, 1e308, -1e308, 5e-324, 2**63, -(2**63) - 1, 10**4299, 10**4300]),
+    st.sampled_from([0, -0.0, 1e308, -1e308, 5e-324, 2**63, -(2**63) - 1, 10**4299]),
 )
 TYPED_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "null": st.none(),
