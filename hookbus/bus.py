@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -21,6 +20,7 @@ from hookbus.errors import (
 )
 from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
 from hookbus.home import Home
+from hookbus.jsontext import strict_json
 from hookbus.plugins import (
     build_plugin_manager,
     build_runner_table,
@@ -73,8 +73,7 @@ def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[st
     """
     full = dict(envelope)
     full["hook_event_name"] = event
-    payload = json.dumps(full, ensure_ascii=False, separators=(",", ":"), default=str)
-    return MappingProxyType(full), payload.encode() + b"\n"
+    return MappingProxyType(full), strict_json(full, separators=(",", ":")) + b"\n"
 
 
 class HookBus:

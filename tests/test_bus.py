@@ -336,3 +336,23 @@ def test_concurrent_emits_from_many_threads(home: Path, write_hook: Writer, make
     assert failures == []
     bus.close()
     assert len(read_log(home)) == 200
+
+
+def test_an_envelope_with_an_undecodable_file_name_or_nan_reaches_the_hook_as_json(tmp_path):
+    """A path the OS handed back with undecodable bytes (a lone surrogate) or a NaN must
+    neither make emit raise nor put non-JSON on the hook's stdin."""
+    import json
+    import os
+
+    home = tmp_path / "home"
+    hook_dir = home / "hooks" / "echo"
+    hook_dir.mkdir(parents=True)
+    (hook_dir / "hook.json").write_text(json.dumps(
+        {"trigger": {"event": "PreToolUse"}, "mode": "sync", "command": "cat > \"$HOOKBUS_HOOK_DIR/got\""}
+    ))
+    path = os.fsdecode(b"/work/caf\xe9.txt")
+    with HookBus(home) as bus:
+        decision = bus.emit("PreToolUse", {"tool_name": "t", "tool_input": {"path": path, "score": float("nan")}})
+    assert decision.behavior == "allow"
+    got = json.loads((hook_dir / "got").read_bytes(), parse_constant=lambda name: pytest.fail(name))
+    assert got["tool_input"] == {"path": "/work/caf\udce9.txt", "score": "nan"}

@@ -10,8 +10,8 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator
 
+from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord
-from hookbus_recorder.encoding import encode_json
 
 logger = logging.getLogger("hookbus")
 
@@ -35,7 +35,7 @@ class LogAppender:
 
     def append(self, logs_dir: Path, at: str, entry: dict[str, object]) -> None:
         """Append one record to the log of the UTC day of ``at`` under ``logs_dir``."""
-        line = encode_json(entry)
+        line = strict_json(entry) + b"\n"
         key = (str(logs_dir), at[:10])
         with self._lock:
             fd = self._by_day.get(key)

@@ -12,8 +12,8 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord
-from hookbus_recorder.encoding import encode_json
 
 STATE_NAME = "state.json"
 RECENT_RUNS = 10
@@ -48,7 +48,7 @@ def write_atomically(
     meanwhile still gets its own file, and the rename never looks for the temp file elsewhere.
     """
     temp = f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
-    data = encode_json(document, indent=2)
+    data = strict_json(document, indent=2) + b"\n"
     at = str(directory) + os.sep if dir_fd is None else ""
     fd = os.open(at + temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
     try:

@@ -1,0 +1,40 @@
+"""JSON text that every reader can parse, whatever the values handed to it hold."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def strict_json(
+    document: Any, indent: int | None = None, separators: tuple[str, str] | None = None
+) -> bytes:
+    """``document`` as UTF-8 JSON text.
+
+    Python's ``json.dumps`` writes NaN as the non-JSON ``NaN``, and a lone surrogate (a
+    file name the OS handed back with undecodable bytes, say) cannot be encoded as UTF-8.
+    Such a document is still written, as strict JSON: the surrogate escaped (``\\udcff``)
+    and NaN or infinity spelled as a string, rather than raising or writing what a JSON
+    parser refuses.
+    """
+    try:
+        text = json.dumps(
+            document, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators, default=str
+        )
+        return text.encode()
+    except (ValueError, UnicodeEncodeError):
+        text = json.dumps(
+            _finite(document), ensure_ascii=True, allow_nan=False, indent=indent, separators=separators, default=str
+        )
+        return text.encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
