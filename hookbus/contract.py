@@ -172,7 +172,8 @@ def outcome_from_final_text(text: str) -> Outcome:
     - otherwise, a line starting with ``BLOCK:`` denies, with the rest of the line as reason;
     - otherwise, non-empty text becomes context; empty text allows.
     """
-    text = text.replace("\r\n", "\n").strip()
+    # A provider's reply may carry lone surrogates (JSON escapes): not text, as in decisions.
+    text = _SURROGATE.sub("\ufffd", text.replace("\r\n", "\n")).strip()
     if not text:
         return Outcome("allow")
     decision = _decision_object(text)

@@ -247,3 +247,12 @@ def test_a_fenced_json_object_with_crlf_lines_is_a_decision(
     bus = make_bus()
     decision = bus.emit("PreToolUse", {"tool_name": "bash"})
     assert (decision.behavior, decision.reason) == ("deny", "hook 'crlf' denied: crlf")
+
+
+def test_lone_surrogates_in_a_final_text_become_replacement_characters() -> None:
+    """A provider's JSON reply can carry ``\\ud800`` escapes with no partner: the context
+    handed to the agent (and to the log) must be text, as undecodable command output is."""
+    outcome = outcome_from_final_text("note \ud800 here")
+    assert outcome == Outcome("context", context="note \ufffd here")
+    outcome.context.encode("utf-8")  # type: ignore[union-attr]
+    assert outcome_from_final_text("BLOCK: no \udfff") == Outcome("deny", reason="no \ufffd")

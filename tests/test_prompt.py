@@ -124,6 +124,7 @@ FAILURES = [
     ("malformed-json", StubReply(raw_body=b"<html>not json</html>"), "sent a malformed reply"),
     ("no-choices", StubReply(raw_body=b'{"id": "cmpl-1", "object": "chat.completion"}'), "sent a malformed reply"),
     ("empty-choices", StubReply(raw_body=b'{"choices": []}'), "sent a malformed reply"),
+    ("nested-too-deep", StubReply(raw_body=b'{"choices": ' + b"[" * 100_000), "sent a malformed reply"),
 ]
 
 

@@ -151,7 +151,7 @@ def _content(data: bytes, where: str) -> str:
     try:
         reply = json.loads(data)
         content = reply["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         snippet = data[:200].decode("utf-8", errors="replace").strip()
         raise PromptError(
             f"{where} sent a malformed reply (no choices[0].message.content): {snippet}"
