@@ -32,7 +32,14 @@ if TYPE_CHECKING:
     from hookbus.home import Home
     from hookbus.prompts import PromptError, PromptRequest, PromptResult
     from hookbus.records import RunRecord
-    from hookbus.runners import CancelToken, HookCall, ParseContext, Runner, RunnerRegistration
+    from hookbus.runners import (
+        CancelToken,
+        HookCall,
+        ParseContext,
+        Runner,
+        RunnerRegistration,
+        check_runnable,
+    )
     from hookbus.spec import Hook, HookSpec, Trigger
 
 __version__ = "0.1.0"
@@ -66,6 +73,7 @@ _WHERE = {
     "ParseContext": "hookbus.runners",
     "Runner": "hookbus.runners",
     "RunnerRegistration": "hookbus.runners",
+    "check_runnable": "hookbus.runners",
     "Hook": "hookbus.spec",
     "HookSpec": "hookbus.spec",
     "Trigger": "hookbus.spec",
@@ -101,6 +109,7 @@ __all__ = [
     "Trigger",
     "UnknownEventError",
     "__version__",
+    "check_runnable",
     "hookimpl",
     "hookspec",
     "outcome_from_command",
