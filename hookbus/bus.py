@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 
     from hookbus.watch import ChangeSet, HomeWatcher
 
-#: An async fire waiting for a worker: the hook, the event, the envelope's fields, manual.
-_AsyncJob = tuple[Hook, str, Mapping[str, Any], bool]
+#: An async fire waiting for a worker: the hook, the event, the envelope's fields, manual,
+#: and the settings in effect when it was fired (a reload meanwhile does not change them).
+_AsyncJob = tuple[Hook, str, Mapping[str, Any], bool, Settings]
 
 logger = logging.getLogger("hookbus")
 #: What loads, reloads and is skipped: verbs that print problems themselves silence it.
@@ -116,7 +117,8 @@ class HookBus:
         #: The recorder plugins that record and answer ``read_runs`` (settings "recorder").
         self.active_recorders: tuple[str, ...] = ()
         self._newly_active: set[str] = set()
-        self._record_functions: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = []
+        #: (report key, call taking the record) per active recorder, in order.
+        self._record_functions: list[tuple[str, Callable[[RunRecord], object]]] = []
         self._snapshot = Snapshot.build({}, Settings(), (), generation=0)
         for plugin, call in each_implementation(self._plugins.hook.hookbus_startup, bus=self):
             try:
@@ -196,7 +198,9 @@ class HookBus:
     def _select_recorders(self) -> list[Problem]:
         """Which recorder plugins record: settings.json ``"recorder"``, else the built-in
         one, else (when it is blocked) every recorder installed."""
-        installed = [i.plugin_name for i in self._plugins.hook.hookbus_record.get_hookimpls()]
+        # Looked up once per selection, not on every fire.
+        implementations = {i.plugin_name: i for i in self._plugins.hook.hookbus_record.get_hookimpls()}
+        installed = list(implementations)
         wanted = self._loader.settings.recorders
         problems = []
         if wanted is None:
@@ -220,11 +224,8 @@ class HookBus:
             logger.error("no recorder is active: fires are not recorded")
         self._newly_active |= set(chosen) - set(self.active_recorders)
         self.active_recorders = tuple(chosen)
-        # Looked up once per selection, not on every fire.
-        implementations = {i.plugin_name: i for i in self._plugins.hook.hookbus_record.get_hookimpls()}
         self._record_functions = [
-            (name, implementations[name].function, tuple(implementations[name].argnames))
-            for name in chosen
+            (f"recorder {name!r}", _record_call(implementations[name], self)) for name in chosen
         ]
         return problems
 
@@ -303,6 +304,8 @@ class HookBus:
         Async hooks are submitted and not waited for; sync hooks run in parallel, each
         under its own timeout, failing open. No hook matched: nothing is done at all.
         """
+        if self._closed:
+            raise BusClosedError("emit on a closed HookBus")
         snapshot = self._snapshot
         index = snapshot.index.get(event)
         if index is None:
@@ -310,8 +313,6 @@ class HookBus:
                 raise UnknownEventError(
                     f"unknown event {event!r}; events are {', '.join(EVENT_NAMES)}"
                 )
-            if self._closed:
-                raise BusClosedError("emit on a closed HookBus")
             return ALLOW
         if envelope is None:
             envelope = {}
@@ -321,28 +322,31 @@ class HookBus:
         hooks = index.match(envelope)
         if not hooks:
             return ALLOW
-        return self._fire(event, envelope, hooks)
+        return self._fire(event, envelope, hooks, snapshot.settings)
 
     async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
         """``emit`` for asyncio: sync hooks run in a worker thread, never on the loop."""
         snapshot = self._snapshot
         index = snapshot.index.get(event)
-        if index is None or (envelope or {}).get("origin") == "vix":
+        envelope = {} if envelope is None else envelope
+        if self._closed or index is None or envelope.get("origin") == "vix":
             return self.emit(event, envelope)  # cheap: raises or returns ALLOW at once
-        hooks = index.match(envelope or {})
+        hooks = index.match(envelope)
         if not hooks:
             return ALLOW
         if not any(hook.is_sync for hook in hooks):
-            return self._fire(event, envelope or {}, hooks)  # only submits
+            return self._fire(event, envelope, hooks, snapshot.settings)  # only submits
         import asyncio  # only asyncio embedders pay for importing it
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self._fire, event, envelope or {}, hooks)
+        return await loop.run_in_executor(None, self._fire, event, envelope, hooks, snapshot.settings)
 
-    def _fire(self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook]) -> Decision:
+    def _fire(
+        self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook], settings: Settings
+    ) -> Decision:
         if self._watcher is not None:
             self._watcher.ensure_running()
-        if self._closed:
+        if self._closed:  # close() may have begun since emit looked
             raise BusClosedError("emit on a closed HookBus")
         sync_hooks: list[Hook] = []
         job_envelope: dict[str, Any] | None = None
@@ -355,14 +359,14 @@ class HookBus:
                 # encodes it on the worker, off the emitting thread.
                 job_envelope = dict(envelope)
                 workers = self._async or self._start_async_workers()
-            workers.submit((hook, event, job_envelope, False))
+            workers.submit((hook, event, job_envelope, False, settings))
         if not sync_hooks:
             return ALLOW
         with self._lock:
             self._sync_emits += 1
         try:
             full, payload = encode_envelope(event, envelope)
-            runs = self._run_sync(sync_hooks, event, full, payload)
+            runs = self._run_sync(sync_hooks, event, full, payload, settings)
             return self._decide(event, envelope, runs)
         finally:
             with self._lock:
@@ -370,15 +374,21 @@ class HookBus:
                 self._lock.notify_all()
 
     def _run_sync(
-        self, hooks: Sequence[Hook], event: str, envelope: Mapping[str, Any], payload: bytes
+        self,
+        hooks: Sequence[Hook],
+        event: str,
+        envelope: Mapping[str, Any],
+        payload: bytes,
+        settings: Settings,
     ) -> list[tuple[Hook, Outcome, str, float]]:
         """Run sync hooks: a lone one on this thread (no pool hop on the hot path), several
-        in parallel on the pool, each waited for up to its timeout plus a grace."""
+        in parallel on the pool, each waited for up to its timeout plus a grace. The
+        results are in the order of ``hooks``."""
         if len(hooks) == 1:
-            return [self._run(hooks[0], event, envelope, payload)]
+            return [self._run(hooks[0], event, envelope, payload, settings)]
         pool = self._pool()
         submitted = time.time(), time.monotonic()
-        futures = [(hook, pool.submit(self._run, hook, event, envelope, payload)) for hook in hooks]
+        futures = [(hook, pool.submit(self._run, hook, event, envelope, payload, settings)) for hook in hooks]
         return [self._wait_for(hook, future, submitted) for hook, future in futures]
 
     def _wait_for(
@@ -403,6 +413,7 @@ class HookBus:
         event: str,
         envelope: Mapping[str, Any],
         payload: bytes,
+        settings: Settings,
         cancel: CancelToken | None = None,
     ) -> tuple[Hook, Outcome, str, float]:
         """Run one hook; never raises. Returns the hook, its outcome, when, and how long."""
@@ -416,7 +427,7 @@ class HookBus:
             deadline=started + hook.timeout,
             home=self.home,
             cancel=cancel or CancelToken(),
-            settings=self._snapshot.settings,
+            settings=settings,
             prompt_sender=self._send_prompt,
         )
         try:
@@ -439,10 +450,11 @@ class HookBus:
         call machinery costs more than the merge itself), else through pluggy."""
         implementations = self._plugins.hook.hookbus_resolve.get_hookimpls()
         if len(implementations) == 1 and not (implementations[0].hookwrapper or implementations[0].wrapper):
-            function, names = implementations[0].function, implementations[0].argnames
-            return lambda event, results: function(
-                **{name: value for name, value in (("event", event), ("results", results)) if name in names}
-            )
+            function, names = implementations[0].function, set(implementations[0].argnames)
+            if names == {"event", "results"}:
+                return lambda event, results: function(event=event, results=results)
+            if names == {"results"}:
+                return lambda event, results: function(results=results)
         hook = self._plugins.hook.hookbus_resolve
         return lambda event, results: hook(event=event, results=results)
 
@@ -473,7 +485,7 @@ class HookBus:
         envelope: Mapping[str, Any],
         runs: Sequence[tuple[Hook, Outcome, str, float]],
     ) -> Decision:
-        runs = sorted(runs, key=lambda run: run[0].id)
+        # ``runs`` are in hook-id order already: EventIndex.match returns them so.
         notes: dict[str, str] = {}
         results = []
         for hook, outcome, _, _ in runs:
@@ -559,15 +571,17 @@ class HookBus:
                 self._async = AsyncWorkers(self.async_workers, self._run_async, self._record_cancelled)
             return self._async
 
-    def _run_async(self, job: _AsyncJob, cancel: CancelToken) -> None:
-        hook, event, envelope, manual = job
+    def _run_async(self, job: _AsyncJob, cancel: CancelToken) -> RunRecord:
+        hook, event, envelope, manual, settings = job
         full, payload = encode_envelope(event, envelope)
-        _, outcome, at, duration = self._run(hook, event, full, payload, cancel)
-        self._record(_async_record(hook, event, outcome, at, duration, manual))
+        _, outcome, at, duration = self._run(hook, event, full, payload, settings, cancel)
+        record = _async_record(hook, event, outcome, at, duration, manual)
+        self._record(record)
+        return record
 
     def _record_cancelled(self, job: _AsyncJob, reason: str) -> None:
         """A queued async job that close() ended before it started: recorded, not lost."""
-        hook, event, _, manual = job
+        hook, event, _, manual, _ = job
         self._record(_async_record(hook, event, Outcome.fail_open(reason), utc_timestamp(), 0.0, manual))
 
     # -- manual fire --------------------------------------------------------------------
@@ -587,25 +601,19 @@ class HookBus:
                 f"no valid hook {hook_id!r} in {self.home.hooks_dir} (loaded: {known}); "
                 "`hookbus validate` says why a hook is skipped"
             )
-        full, payload = encode_envelope(hook.event, envelope or {})
-        _, outcome, at, duration = self._run(hook, hook.event, full, payload)
-        record = _async_record(hook, hook.event, outcome, at, duration, manual=True)
-        self._record(record)
-        return record
+        return self._run_async((hook, hook.event, envelope or {}, True, snapshot.settings), CancelToken())
 
     # -- recording ----------------------------------------------------------------------
 
     def _record(self, record: RunRecord) -> None:
         """Hand a record to every active recorder; one that raises is reported once and skipped."""
-        arguments = {"bus": self, "record": record}
-        for plugin, function, argnames in self._record_functions:
+        for key, call in self._record_functions:
             try:
-                function(**{name: arguments[name] for name in argnames})
+                call(record)
             except Exception as exc:
-                key = f"recorder {plugin!r}"
                 self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}")
             else:
-                self._report.succeeded(f"recorder {plugin!r}")
+                self._report.succeeded(key)
 
     def read_runs(self, hook_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
         """Recorded fires, oldest first, from the first active recorder that can read them."""
@@ -667,6 +675,18 @@ class HookBus:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _record_call(implementation: Any, bus: HookBus) -> Callable[[RunRecord], object]:
+    """A recorder's ``hookbus_record`` as a call taking the record, with only the arguments
+    it asks for (as pluggy would pass them), bound once."""
+    function = implementation.function
+    takes_bus, takes_record = "bus" in implementation.argnames, "record" in implementation.argnames
+    if takes_bus and takes_record:
+        return lambda record: function(bus=bus, record=record)
+    if takes_record:
+        return lambda record: function(record=record)
+    return lambda record: function(bus=bus) if takes_bus else function()
 
 
 def _async_record(

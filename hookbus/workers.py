@@ -26,14 +26,12 @@ class AsyncWorkers(Generic[Job]):
     def __init__(
         self,
         size: int,
-        run: Callable[[Job, CancelToken], None],
+        run: Callable[[Job, CancelToken], object],
         cancelled: Callable[[Job, str], None],
-        name: str = "hookbus-async",
     ) -> None:
         self.size = max(1, size)
         self._run = run
         self._cancelled = cancelled
-        self._name = name
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._submitted = 0
         self._finished = 0
@@ -42,10 +40,6 @@ class AsyncWorkers(Generic[Job]):
         self._running: set[CancelToken] = set()
         self._cancel_reason: str | None = None
         self._lock = threading.Condition()
-
-    @property
-    def threads(self) -> int:
-        return len(self._threads)
 
     def submit(self, job: Job) -> None:
         with self._count_lock:
@@ -58,7 +52,7 @@ class AsyncWorkers(Generic[Job]):
         with self._lock:
             if len(self._threads) >= self.size:
                 return
-            thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True)
+            thread = threading.Thread(target=self._work, name=f"hookbus-async-{len(self._threads)}", daemon=True)
             self._threads.append(thread)
         thread.start()
 
@@ -82,10 +76,6 @@ class AsyncWorkers(Generic[Job]):
                     self._running.discard(token)
                     self._finished += 1
                     self._lock.notify_all()
-
-    def pending(self) -> int:
-        """Jobs submitted and not finished yet."""
-        return self._submitted - self._finished
 
     def drain(self, deadline: float) -> bool:
         """Wait until every job submitted so far has finished, or ``deadline`` passes."""

@@ -289,15 +289,22 @@ def test_trigger_fires_one_hook_and_records_it_as_async(
 
 
 def test_misuse_raises_clear_errors(write_hook: Writer, make_bus: Maker) -> None:
-    write_hook("h", command="true")
+    write_hook("h", matcher="Bash", command="true")
     bus = make_bus()
     with pytest.raises(UnknownEventError, match="unknown event 'PreTooluse'; events are PreToolUse"):
         bus.emit("PreTooluse", {})
     bus.close()
+    # Closed is closed, whether the emit would have matched a hook or not.
+    for event, envelope in [
+        ("PreToolUse", {"tool_name": "Bash"}),
+        ("PreToolUse", {"tool_name": "Read"}),
+        ("PreToolUse", {"tool_name": "Bash", "origin": "vix"}),
+        ("Stop", {}),
+    ]:
+        with pytest.raises(BusClosedError):
+            bus.emit(event, envelope)
     with pytest.raises(BusClosedError):
-        bus.emit("PreToolUse", {})
-    with pytest.raises(BusClosedError):
-        bus.emit("Stop", {})
+        asyncio.run(bus.aemit("PreToolUse", {"tool_name": "Read"}))
     bus.close()  # idempotent
 
 
@@ -356,3 +363,42 @@ def test_an_envelope_with_an_undecodable_file_name_or_nan_reaches_the_hook_as_js
     assert decision.behavior == "allow"
     got = json.loads((hook_dir / "got").read_bytes(), parse_constant=lambda name: pytest.fail(name))
     assert got["tool_input"] == {"path": "/work/caf\udce9.txt", "score": "nan"}
+
+
+def test_hooks_of_one_emit_see_the_settings_of_that_emit_after_a_reload(tmp_path):
+    """An emit in flight keeps the snapshot it started with, settings included: an async
+    hook still queued when settings.json changes runs with the settings it was fired under."""
+    import json
+    import threading
+
+    from hookbus import HookCall, Outcome, ParseContext, RunnerRegistration
+
+    release = threading.Event()
+    seen: list[object] = []
+
+    class Probe:
+        def parse(self, key: str, value: object, context: ParseContext) -> object:
+            return value
+
+        def run(self, call: HookCall) -> Outcome:
+            if call.hook.id == "a":
+                assert release.wait(10)
+            seen.append((call.hook.id, call.settings.raw.get("marker")))
+            return Outcome("allow")
+
+    class ProbePlugin:
+        @hookimpl
+        def hookbus_register_runners(self, register: RunnerRegistration) -> None:
+            register.add("probe", Probe())
+
+    home = tmp_path / "home"
+    for hook_id in ("a", "b"):
+        (home / "hooks" / hook_id).mkdir(parents=True)
+        (home / "hooks" / hook_id / "hook.json").write_text(json.dumps({"trigger": {"event": "Stop"}, "probe": 1}))
+    (home / "settings.json").write_text(json.dumps({"marker": "old"}))
+    with HookBus(home, plugins=[ProbePlugin()], async_workers=1) as bus:
+        bus.emit("Stop", {})  # "a" runs and waits; "b" is queued behind it
+        (home / "settings.json").write_text(json.dumps({"marker": "new"}))
+        bus.reload()
+        release.set()
+    assert seen == [("a", "old"), ("b", "old")]
