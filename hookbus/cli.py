@@ -255,8 +255,9 @@ def _follow(
                     record = RunRecord.from_log_entry(json.loads(raw))
                 except ValueError:
                     continue
-                if _identity(record) in shown:
-                    shown.discard(_identity(record))
+                identity = _identity(record)
+                if identity in shown:
+                    shown.discard(identity)
                     continue
                 if hook_id is None or record.hook_id == hook_id:
                     show(record)

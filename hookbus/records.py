@@ -82,8 +82,10 @@ class RunRecord:
         }
 
     @classmethod
-    def from_log_entry(cls, entry: dict[str, Any]) -> RunRecord:
+    def from_log_entry(cls, entry: object) -> RunRecord:
         """Read back a log line; ValueError when it is not one."""
+        if not isinstance(entry, dict):
+            raise ValueError(f"not an object but {type(entry).__name__}")
         try:
             duration_ms = entry.get("duration_ms", 0.0)
             return cls(

@@ -544,6 +544,9 @@ def test_log_follow_prints_new_fires(tmp_path, home, write_hook):
         assert bus.emit("Stop", {"turn": 0}).context == "turn 0"
     with Background(tmp_path, "log", "--follow", "--json", "--home", str(home)) as follow:
         history = follow.line(timeout=30)
+        for path in (home / "logs" / "hooks").glob("*.jsonl"):
+            with open(path, "ab") as handle:
+                handle.write(b"[1]\n")  # a line that is JSON but not a record: skipped
         line = None
         turn = 0
         with HookBus(home) as bus:

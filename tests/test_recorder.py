@@ -589,9 +589,8 @@ def test_state_json_is_replaced_atomically(home, write_hook, make_bus):
     ],
 )
 def test_recorded_durations_read_back(home, seconds):
-    """state.json's "duration" must be a duration the recorder itself can read back: a
-    run that took just under a second (once written "1e+03ms") must not break
-    `read_runs` / `hookbus list`.
+    """state.json's "duration" must be a Go duration that parses back: a run that took
+    just under a second was once written "1e+03ms".
     (A real hook cannot be made to take an exact time, so the state is written by the
     recorder's own append_runs from a record of a chosen duration.)"""
     record = RunRecord(
@@ -608,9 +607,23 @@ def test_recorded_durations_read_back(home, seconds):
     [run] = read_state(home, "h")["recent_runs"]
 
     assert parse_duration(run["duration"], allow_zero=True) == pytest.approx(seconds, abs=0.001)
-    with HookBus(home) as bus:
-        [back] = bus.read_runs("h", 1)
-    assert (back.at, back.status) == (record.at, "done")
+
+
+def test_the_last_runs_of_a_hook_are_whole_records(home, write_hook, make_bus):
+    """``read_runs(hook, limit)`` (``hookbus log --hook h --limit 1``, ``hookbus list``)
+    uses state.json only to skip old log files: the records still carry the decision,
+    the note and whether the fire was manual, as the full log does."""
+    write_hook("m", event="PreToolUse", mode="sync", blocking=True,
+               command='echo \'{"behavior": "modify", "input": {"command": "ls"}}\'')
+    bus = make_bus()
+    bus.emit("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "rm"}})
+    bus.trigger("m", {"tool_name": "Bash", "tool_input": {}})
+    last_two = bus.read_runs("m", 2)
+    assert last_two == bus.read_runs("m")[-2:]
+    assert [(r.decision, r.manual) for r in last_two] == [
+        ({"behavior": "modify", "input": {"command": "ls"}}, False),
+        ({"behavior": "modify", "input": {"command": "ls"}}, True),
+    ]
 
 
 def _record(hook_id: str = "h") -> RunRecord:

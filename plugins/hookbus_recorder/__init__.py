@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping
 
 from hookbus import hookimpl
-from hookbus.durations import parse_duration
 from hookbus.records import RunRecord
 
 from hookbus_recorder.logfile import read_records
@@ -47,33 +46,17 @@ def hookbus_record_load_errors(bus: HookBus, errors: Mapping[str, str | None]) -
 @hookimpl
 def hookbus_read_runs(bus: HookBus, hook_id: str | None, limit: int | None) -> list[RunRecord]:
     writer.flush(FLUSH_TIMEOUT_SECONDS)
+    first_day = None
     if hook_id is not None and limit is not None and limit <= RECENT_RUNS:
-        recent = _from_state(bus, hook_id)
-        if recent:
-            return recent[-limit:]
-    return read_records(bus.home.logs_dir, hook_id, limit)
+        first_day = _first_day_of_recent_runs(bus, hook_id, limit)
+    return read_records(bus.home.logs_dir, hook_id, limit, first_day)
 
 
-def _from_state(bus: HookBus, hook_id: str) -> list[RunRecord]:
-    """The recent runs state.json keeps: cheaper than scanning the log for ``hookbus list``."""
+def _first_day_of_recent_runs(bus: HookBus, hook_id: str, limit: int) -> str | None:
+    """The UTC day of the oldest of the hook's last ``limit`` runs, from state.json: the
+    log files before it need not be read (``hookbus list`` asks this of every hook)."""
     runs = read_state(bus.home.hook_dir(hook_id)).get("recent_runs")
-    if not isinstance(runs, list):
-        return []
-    records = []
-    for run in runs:
-        try:
-            records.append(
-                RunRecord(
-                    at=run["at"],
-                    hook_id=hook_id,
-                    event=run["event"],
-                    mode="async" if run["async"] else "sync",
-                    status=run["status"],
-                    duration=parse_duration(run["duration"], allow_zero=True),
-                    error=run.get("error"),
-                    thread_id=run.get("thread_id"),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            return []
-    return records
+    if not isinstance(runs, list) or not runs:
+        return None
+    at = runs[-limit:][0].get("at") if isinstance(runs[-limit:][0], dict) else None
+    return at[:10] if isinstance(at, str) and len(at) >= 10 else None

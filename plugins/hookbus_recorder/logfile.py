@@ -83,22 +83,24 @@ def iter_records(path: Path) -> Iterator[RunRecord]:
     with handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                entry = json.loads(raw)
-                if not isinstance(entry, dict):
-                    raise ValueError("not an object")
-                record = RunRecord.from_log_entry(entry)
+                record = RunRecord.from_log_entry(json.loads(raw))
             except ValueError as exc:
                 logger.warning("%s:%d: skipped a line that is not a record (%s)", path, number, exc)
                 continue
             yield record
 
 
-def read_records(logs_dir: Path, hook_id: str | None, limit: int | None) -> list[RunRecord]:
-    """Records of ``hook_id`` (all hooks when None), oldest first, the last ``limit`` of them."""
+def read_records(
+    logs_dir: Path, hook_id: str | None, limit: int | None, first_day: str | None = None
+) -> list[RunRecord]:
+    """Records of ``hook_id`` (all hooks when None), oldest first, the last ``limit`` of them;
+    from the log files of ``first_day`` (``YYYY-MM-DD``) on, when it is given."""
     try:
         files = sorted(logs_dir.glob("*.jsonl"), reverse=True)
     except OSError:
         return []
+    if first_day is not None:
+        files = [path for path in files if path.stem >= first_day]
     collected: list[RunRecord] = []
     for path in files:  # newest day first, so a limit stops early
         found: deque[RunRecord] = deque(maxlen=limit)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from hookbus import hookimpl
 from hookbus.records import RunRecord
+from hookbus.reporting import ReportOnce
 from opentelemetry import trace
 
 if TYPE_CHECKING:
@@ -73,8 +74,10 @@ _provider: trace.TracerProvider | None = None
 _tracer: tuple[trace.TracerProvider, trace.Tracer] | None = None
 #: The providers that got spans since the last flush.
 _unflushed: list[trace.TracerProvider] = []
-#: Failures being reported (logged once until they recover).
-_failing: set[str] = set()
+#: Failures are logged once until they recover, as the core's are.
+_report = ReportOnce(logger)
+#: The one thing this plugin can fail at, as its reports name it.
+_EMITTING = "hookbus-otel: emitting spans"
 
 
 def set_tracer_provider_for_hookbus(provider: trace.TracerProvider | None) -> None:
@@ -83,11 +86,11 @@ def set_tracer_provider_for_hookbus(provider: trace.TracerProvider | None) -> No
 
     A failure of the new provider is reported afresh, even if the old one was failing.
     """
-    global _provider, _tracer
+    global _provider, _tracer, _report
     with _lock:
         _provider = provider
         _tracer = None
-        _failing.clear()
+        _report = ReportOnce(logger)
 
 
 def span_name(record: RunRecord) -> str:
@@ -166,9 +169,12 @@ def hookbus_record(record: RunRecord) -> None:
         finally:
             span.end(end_time=end)
     except Exception as exc:
-        _failed("record", f"hookbus-otel could not emit the span of hook {record.hook_id!r}", exc)
+        _report.failed(
+            _EMITTING,
+            f"hookbus-otel could not emit the span of hook {record.hook_id!r}: {type(exc).__name__}: {exc}",
+        )
     else:
-        _succeeded("record")
+        _report.succeeded(_EMITTING)
 
 
 @hookimpl
@@ -193,20 +199,3 @@ def hookbus_shutdown(bus: HookBus) -> None:
         except Exception as exc:
             logger.error("hookbus-otel: flushing the tracer provider raised %s: %s", type(exc).__name__, exc)
 
-
-def _failed(key: str, message: str, exc: Exception) -> None:
-    with _lock:
-        if key in _failing:
-            return
-        _failing.add(key)
-    logger.error("%s: %s: %s (reported once until it recovers)", message, type(exc).__name__, exc)
-
-
-def _succeeded(key: str) -> None:
-    if key not in _failing:  # the common case costs no lock
-        return
-    with _lock:
-        if key not in _failing:
-            return
-        _failing.discard(key)
-    logger.warning("hookbus-otel: emitting spans recovered")

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union, cast
 
+from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord, Status, utc_timestamp
 
 logger = logging.getLogger("hookbus")
@@ -148,14 +149,21 @@ def _rollback(connection: sqlite3.Connection) -> None:
 def row_of(record: RunRecord) -> tuple[Any, ...]:
     decision = None
     if record.decision is not None:
-        decision = json.dumps(
-            record.decision, ensure_ascii=False, separators=(",", ":"), default=str
-        )
+        # Strict JSON, so that json_extract() reads it even when a runner put NaN in it.
+        decision = strict_json(record.decision, separators=(",", ":")).decode()
     return (
         record.at, record.hook_id, record.event, record.mode, record.status,
-        float(record.duration), record.error, record.thread_id, decision, record.note,
-        1 if record.manual else 0,
+        float(record.duration), _text(record.error), record.thread_id, decision,
+        _text(record.note), 1 if record.manual else 0,
     )
+
+
+def _text(value: str | None) -> str | None:
+    """``value`` as SQLite can store it: a lone surrogate (from an undecodable file name in
+    an error, say) would fail the whole batch's insert."""
+    if value is None:
+        return None
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def record_of(row: Sequence[Any]) -> RunRecord:

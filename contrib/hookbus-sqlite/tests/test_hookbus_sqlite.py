@@ -364,6 +364,22 @@ def filled(tmp_path: Path) -> Path:
     return db
 
 
+def test_a_record_with_nan_or_a_lone_surrogate_is_stored_with_its_batch(tmp_path: Path) -> None:
+    """A third-party runner's decision may hold NaN, an error a file name with undecodable
+    bytes: each is stored as strict JSON / UTF-8 text, and the rest of the batch with it."""
+    db = tmp_path / "runs.sqlite3"
+    odd = record("2026-01-01T00:00:00.000Z", "odd", "allow", error="cannot run in /w/caf\udce9",
+                 decision={"behavior": "modify", "input": {"score": float("nan")}})
+    assert insert(db, [odd, R1]) == 2
+    stored, plain = query(db)
+    assert plain == R1
+    assert stored.error == "cannot run in /w/caf\\udce9"
+    assert stored.decision == {"behavior": "modify", "input": {"score": "nan"}}
+    with closing(sqlite3.connect(db)) as connection:
+        [(score,)] = connection.execute("SELECT json_extract(decision, '$.input.score') FROM runs WHERE hook_id = 'odd'")
+    assert score == "nan"
+
+
 def test_query_orders_by_time_then_by_write_order(filled: Path) -> None:
     assert query(filled) == [R1, R2, R3, R4, R5]
     assert open_descriptors(filled) == []
