@@ -14,6 +14,7 @@ from typing import Any
 
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
 from hookbus.errors import json_limit_message
+from hookbus.jsontext import LONE_SURROGATE
 
 # What bash (older: "bad interpreter"; 5.2: "required file not found") and env say when a
 # script's #! line names a program that does not exist.
@@ -91,14 +92,11 @@ def _refuse_constant(name: str) -> Any:
     raise DecisionError(f"JSON decision: {name} is not valid JSON (use a number or null)")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _scrub_surrogates(value: Any) -> Any:
     """``value`` with each lone surrogate (a ``\\ud800`` escape with no partner) replaced by
     U+FFFD, as undecodable output bytes are: the decision stays text a log can hold."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {_scrub_surrogates(key): _scrub_surrogates(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -173,7 +171,7 @@ def outcome_from_final_text(text: str) -> Outcome:
     - otherwise, non-empty text becomes context; empty text allows.
     """
     # A provider's reply may carry lone surrogates (JSON escapes): not text, as in decisions.
-    text = _SURROGATE.sub("\ufffd", text.replace("\r\n", "\n")).strip()
+    text = LONE_SURROGATE.sub("\ufffd", text.replace("\r\n", "\n")).strip()
     if not text:
         return Outcome("allow")
     decision = _decision_object(text)

@@ -7,12 +7,10 @@ is rejected instead of becoming True. Every failure comes back as a list of
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
-
-import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import attrs
 

@@ -6,6 +6,8 @@ import functools
 import re
 import threading
 
+from hookbus.errors import shorten
+
 _UNITS = {
     "ns": 1e-9,
     "us": 1e-6,
@@ -17,7 +19,8 @@ _UNITS = {
 }
 # ASCII digits only: Python's \d (and float()) would take "٥s" or "５s".
 _PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
-_WHOLE = re.compile(rf"(?:{_PART.pattern})+")
+#: A whole duration, as hook.json's schema publishes it too.
+DURATION_SYNTAX = re.compile(rf"(?:{_PART.pattern})+")
 #: The longest duration a wait can take: threading's limit, just under Go's own maximum
 #: (2562047h47m16.854775807s), so every duration Go refuses is refused here too.
 MAX_SECONDS = threading.TIMEOUT_MAX
@@ -26,23 +29,19 @@ MAX_SECONDS = threading.TIMEOUT_MAX
 @functools.lru_cache(maxsize=256)  # hooks repeat the same few timeouts: "5s", "10m"
 def parse_duration(text: str, allow_zero: bool = False) -> float:
     """Seconds in a Go-style duration; ValueError with a usable message when it isn't one."""
-    if not _WHOLE.fullmatch(text):
+    if not DURATION_SYNTAX.fullmatch(text):
         raise ValueError(
-            f"invalid duration {_shorten(text)!r}: use a number and a unit, like 500ms, 5s, 10m or 1h30m"
+            f"invalid duration {shorten(text)!r}: use a number and a unit, like 500ms, 5s, 10m or 1h30m"
         )
     seconds = sum(float(number) * _UNITS[unit] for number, unit in _PART.findall(text))
     if seconds <= 0 and not allow_zero:
-        raise ValueError(f"invalid duration {_shorten(text)!r}: it must be longer than zero")
+        raise ValueError(f"invalid duration {shorten(text)!r}: it must be longer than zero")
     if seconds > MAX_SECONDS:
         raise ValueError(
-            f"invalid duration {_shorten(text)!r}: longer than the maximum, "
+            f"invalid duration {shorten(text)!r}: longer than the maximum, "
             f"{format_duration(MAX_SECONDS)} (about 292 years)"
         )
     return seconds
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]}"
 
 
 def format_duration(seconds: float) -> str:

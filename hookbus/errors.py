@@ -90,3 +90,9 @@ def json_limit_message(exc: ValueError) -> str:
     if "digits" in str(exc):  # sys.get_int_max_str_digits(), not something a user can set
         return "a number has more than 4,300 digits"
     return str(exc)
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` for a message: whole up to ``limit`` characters, else its start and length
+    (a 5,000-character regex or duration must not drown the message that names it)."""
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"

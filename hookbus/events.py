@@ -7,6 +7,8 @@ from typing import Mapping
 
 import attrs
 
+from hookbus.converter import json_type_name
+
 
 @attrs.frozen
 class EventInfo:
@@ -48,7 +50,7 @@ def check_modify_input(event: str, new_input: object) -> str | None:
     object; UserPromptSubmit rewrites the prompt, so ``input.prompt`` must be a string.
     """
     if not isinstance(new_input, dict):
-        return f"modify needs an object in 'input', got {type(new_input).__name__}"
+        return f"modify needs an object in 'input', got {json_type_name(new_input)}"
     if event == "UserPromptSubmit" and not isinstance(new_input.get("prompt"), str):
         return "modify on UserPromptSubmit needs a string in 'input.prompt' (the rewritten prompt)"
     return None

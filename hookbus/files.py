@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import stat
 from collections.abc import Hashable
 from pathlib import Path
@@ -13,7 +12,9 @@ from typing import Any
 
 import attrs
 
+from hookbus.converter import json_type_name
 from hookbus.errors import SpecError, json_limit_message
+from hookbus.jsontext import LONE_SURROGATE
 
 #: A hook.json bigger than this is refused, not parsed.
 MAX_SPEC_BYTES = 256 * 1024
@@ -175,14 +176,11 @@ def _decode_json(text: str) -> Any:
         raise SpecError("invalid JSON: nested too deeply", None) from None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _reject_surrogates(value: Any, location: str) -> None:
     """A JSON ``\\ud800`` escape with no partner decodes to a lone surrogate, which is not
     text: no file, log line or terminal can hold it."""
     if isinstance(value, str):
-        found = _SURROGATE.search(value)
+        found = LONE_SURROGATE.search(value)
         if found:
             raise SpecError(
                 f"a string holds a lone surrogate escape (\\u{ord(found.group()):04x}), "
@@ -228,7 +226,7 @@ def _decode_yaml(text: str) -> Any:
                     # `1` and `~` as other types.
                     line = key_node.start_mark.line + 1
                     raise SpecError(
-                        f"key {key_node.value!r} at line {line} is a {_yaml_type(key)}, not a "
+                        f"key {key_node.value!r} at line {line} is {json_type_name(key)}, not a "
                         f"string: quote it ('{key_node.value}')",
                         None,
                     )
@@ -260,12 +258,3 @@ def _decode_yaml(text: str) -> Any:
     except RecursionError:
         raise SpecError("invalid YAML: nested too deeply", None) from None
 
-
-def _yaml_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return type(value).__name__

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
+
+#: A lone UTF-16 surrogate: what a ``\\ud800`` JSON escape without its partner decodes to,
+#: and how Python hands back undecodable bytes of file names. Not text: UTF-8 cannot hold it.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def strict_json(

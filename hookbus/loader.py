@@ -9,7 +9,6 @@ It is not thread-safe: the bus calls it under its reload lock.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Iterable, Literal
 
 import attrs

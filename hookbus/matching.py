@@ -6,7 +6,7 @@ import re
 
 import attrs
 
-from hookbus.errors import SpecError
+from hookbus.errors import SpecError, shorten
 
 # `write_file|edit_file` is a set of names: no regex needed to match it.
 _LITERAL_ALTERNATION = re.compile(r"[\w-]+(?:\|[\w-]+)*")
@@ -33,9 +33,6 @@ class Matcher:
         return True
 
 
-MATCH_ALL = Matcher("")
-
-
 def compile_matcher(source: str) -> Matcher:
     """Compile ``source``; "" and "*" match everything. SpecError when the regex is invalid."""
     if source in ("", "*"):
@@ -52,8 +49,4 @@ def compile_matcher(source: str) -> Matcher:
         problem = "a repeat count is too large"
     else:
         return Matcher(source, pattern=pattern)
-    raise SpecError(f"invalid matcher regex {_shorten(source)!r}: {problem}", "$.trigger.matcher")
-
-
-def _shorten(source: str) -> str:
-    return source if len(source) <= 80 else f"{source[:60]}... ({len(source)} characters)"
+    raise SpecError(f"invalid matcher regex {shorten(source)!r}: {problem}", "$.trigger.matcher")

@@ -14,11 +14,13 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from hookbus.durations import DURATION_SYNTAX
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES
 from hookbus.runners import RunnerTable
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-DURATION_PATTERN = r"^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"
+#: The very rule parse_duration applies, so an editor and the loader never disagree.
+DURATION_PATTERN = f"^{DURATION_SYNTAX.pattern}$"
 DURATION = {
     "type": "string",
     "pattern": DURATION_PATTERN,

@@ -50,8 +50,8 @@ class Settings:
         return None
 
 
-def env_disables_hooks(environ: Mapping[str, str] | None = None) -> bool:
-    value = (environ if environ is not None else os.environ).get("VIX_DISABLE_HOOKS", "")
+def env_disables_hooks() -> bool:
+    value = os.environ.get("VIX_DISABLE_HOOKS", "")
     return value.strip().lower() in _TRUTHY
 
 

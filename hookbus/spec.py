@@ -12,6 +12,7 @@ from hookbus.durations import parse_duration
 from hookbus.errors import SpecError, SpecErrors, reroot
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
 from hookbus.matching import Matcher, compile_matcher
+from hookbus.runners import check_runnable
 
 if TYPE_CHECKING:
     from hookbus.runners import ParseContext, Runner, RunnerTable
@@ -221,8 +222,10 @@ def _check_semantics(
             parse_duration(fields.timeout)
         except ValueError as exc:
             errors.append(SpecError(str(exc), "$.timeout"))
-    if "\x00" in fields.cwd:
-        errors.append(SpecError("cwd cannot hold a NUL character (\\u0000): remove it", "$.cwd"))
+    try:
+        check_runnable(fields.cwd, "cwd")
+    except SpecError as exc:
+        errors.append(SpecError(exc.message, "$.cwd"))
     if fields.id is not None and fields.id != directory_name:
         errors.append(
             SpecError(
@@ -288,8 +291,10 @@ def parse_hook(
             errors += [SpecError(e.message, reroot(e.location, f"$.{action_key}")) for e in exc.errors]
         except SpecError as exc:
             errors.append(SpecError(exc.message, reroot(exc.location, f"$.{action_key}")))
-    if errors or fields is None or entry is None or action_key is None or matcher is None:
-        raise SpecErrors(errors or [SpecError("invalid hook spec")])
+    if errors:
+        raise SpecErrors(errors)
+    # Each of these is None only when an error about it was added above.
+    assert fields is not None and entry is not None and action_key is not None and matcher is not None
     timeout = fields.timeout or (
         DEFAULT_SYNC_TIMEOUT if fields.mode == "sync" else DEFAULT_ASYNC_TIMEOUT
     )

@@ -23,6 +23,7 @@ import attrs
 
 from hookbus.home import Home
 from hookbus.loader import is_ignored_name
+from hookbus.registry import SPEC_NAMES
 
 logger = logging.getLogger("hookbus")
 
@@ -30,7 +31,7 @@ DEBOUNCE_MS = 50
 STEP_MS = 5
 POLL_SECONDS = 0.25
 SWEEP_SECONDS = 30.0
-_SPEC_FILE_NAMES = frozenset({"hook.json", "hook.yaml"})
+_SPEC_FILE_NAMES = frozenset(name for name, _ in SPEC_NAMES)
 
 
 @attrs.frozen

@@ -122,3 +122,20 @@ def test_installed_runner_plugins_add_their_keys() -> None:
     schema = schema_from_cli()
     assert keys <= set(schema["properties"])
     assert [{"required": [key]} for key in sorted(keys)] == schema["oneOf"]
+
+
+@pytest.mark.parametrize("duration", ["5s", ".5s", "1.5h", "1h30m", "250ms", "10us", "3µs"])
+def test_every_duration_the_loader_takes_the_schema_takes(published: dict[str, Any], duration: str) -> None:
+    from hookbus.durations import parse_duration
+
+    parse_duration(duration)  # the loader takes it
+    assert errors_of(published, {**SPEC_EXAMPLE, "timeout": duration}) == []
+
+
+@pytest.mark.parametrize("duration", ["5", "5 s", "s", "٥s", "5d"])
+def test_every_duration_the_loader_refuses_the_schema_refuses(published: dict[str, Any], duration: str) -> None:
+    from hookbus.durations import parse_duration
+
+    with pytest.raises(ValueError):
+        parse_duration(duration)
+    assert errors_of(published, {**SPEC_EXAMPLE, "timeout": duration}) != []
