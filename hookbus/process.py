@@ -67,6 +67,30 @@ class ProcessResult:
     overflow: str | None = None
     #: Why the process could not be started.
     spawn_error: str | None = None
+    #: The per-stream cap it ran under, for the overflow message.
+    output_cap: int = MAX_OUTPUT_BYTES
+
+    def failure(self, timeout_text: str, cancel_reason: str) -> str | None:
+        """Why the process gave no exit status to decide by, as a recorded error says it;
+        None when it exited (or was killed by a signal) on its own.
+
+        ``timeout_text`` is what a timeout is called (``"timed out after 5s"``) and
+        ``cancel_reason`` what a cancellation is, since only the runner knows them.
+        """
+        if self.spawn_error:
+            return self.spawn_error
+        if self.cancelled:
+            return cancel_reason
+        if self.timed_out:
+            return timeout_text
+        if self.overflow:
+            return f"{self.overflow} went over {_size(self.output_cap)}; the process was killed"
+        return None
+
+
+def _size(count: int) -> str:
+    mib, rest = divmod(count, 1024 * 1024)
+    return f"{mib} MiB" if mib and not rest else f"{count:,} bytes"
 
 
 def run_bash(
@@ -210,6 +234,7 @@ class _Supervision:
             timed_out=timed_out,
             cancelled=self.killed_by_cancel,
             overflow=self.overflow,
+            output_cap=self.output_cap,
         )
 
     def _start_writing(self) -> None:

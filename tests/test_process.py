@@ -452,7 +452,7 @@ def test_bus_output_over_one_mib_fails_open(emit_one: Emit, stream: str) -> None
     redirect = " >&2" if stream == "stderr" else ""
     decision, elapsed, state = emit_one(f"head -c 2000000 /dev/zero{redirect}; exit 2", timeout="10s")
     assert decision == Decision("allow")
-    assert state["last_error"] == f"{stream} went over 1 MiB; the hook was killed"
+    assert state["last_error"] == f"{stream} went over 1 MiB; the process was killed"
     assert elapsed < 10.0 + SLACK
 
 

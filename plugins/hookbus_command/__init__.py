@@ -36,7 +36,7 @@ class CommandRunner:
 
     def run(self, call: HookCall) -> Outcome:
         # subprocess and friends load on the first fire, not on every `hookbus` start-up.
-        from hookbus.process import MAX_OUTPUT_BYTES, run_bash
+        from hookbus.process import run_bash
 
         result = run_bash(
             call.hook.options,
@@ -46,17 +46,9 @@ class CommandRunner:
             deadline=call.deadline,
             cancel=call.cancel,
         )
-        if result.spawn_error:
-            return Outcome.fail_open(result.spawn_error)
-        if result.cancelled:
-            return Outcome.fail_open(call.cancel.reason or "cancelled")
-        if result.timed_out:
-            return Outcome.fail_open(f"timed out after {call.hook.spec.timeout}")
-        if result.overflow:
-            limit = MAX_OUTPUT_BYTES // (1024 * 1024)
-            return Outcome.fail_open(
-                f"{result.overflow} went over {limit} MiB; the hook was killed"
-            )
+        failure = result.failure(f"timed out after {call.hook.spec.timeout}", call.cancel.reason or "cancelled")
+        if failure is not None:
+            return Outcome.fail_open(failure)
         assert result.returncode is not None
         return outcome_from_command(result.returncode, result.stdout, result.stderr)
 

@@ -97,7 +97,7 @@ class WorkflowRunner:
     def _bash(
         self, call: HookCall, step: Step, previous: str | None, deadline: float
     ) -> tuple[str, str | None]:
-        from hookbus.process import MAX_OUTPUT_BYTES, run_bash  # loaded on the first bash step
+        from hookbus.process import run_bash  # loaded on the first bash step
 
         extra = {"HOOKBUS_PREVIOUS_OUTPUT": (previous or "")[:MAX_PREVIOUS_OUTPUT_ENV]}
         result = run_bash(
@@ -108,14 +108,9 @@ class WorkflowRunner:
             deadline=deadline,
             cancel=call.cancel,
         )
-        if result.spawn_error:
-            return "", result.spawn_error
-        if result.cancelled:
-            return "", call.cancel.reason or "cancelled"
-        if result.timed_out:
-            return "", self._timeout_text(call, step, deadline)
-        if result.overflow:
-            return "", f"{result.overflow} went over {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB"
+        failure = result.failure(self._timeout_text(call, step, deadline), call.cancel.reason or "cancelled")
+        if failure is not None:
+            return "", failure
         assert result.returncode is not None
         if result.returncode != 0:
             return "", describe_exit(result.returncode, result.stderr)
