@@ -1,6 +1,8 @@
-"""The ``hookbus`` command line. Every verb takes ``--home DIR`` (else $VIX_HOME, else ~/.vix).
+"""The ``hookbus`` command line. Every verb that reads a home takes ``--home DIR`` (else
+$VIX_HOME, else ~/.vix); ``schema`` and ``demo`` read none.
 
-Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error.
+Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error,
+or (trigger) the hook failed.
 """
 
 from __future__ import annotations
@@ -363,7 +365,7 @@ def _add_log(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hook", metavar="ID", help="only this hook")
     parser.add_argument("--limit", type=int, metavar="N", help="only the last N fires")
     parser.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    parser.add_argument("--json", action="store_true", help="print each record as one JSON object per line (the audit log's fields)")
     parser.set_defaults(func=cmd_log)
 
 
@@ -409,6 +411,10 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
 }
 
 
+#: Verbs that read no home: schema depends on the installed plugins, demo makes its own.
+_HOMELESS_VERBS = ("schema", "demo")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that verb's (argparse is slow to build all of them)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -426,7 +432,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for verb, (help_text, description, add_arguments) in VERBS.items():
         if only is not None and verb != only:
             continue
-        parents = [] if verb == "demo" else [common]
+        parents = [] if verb in _HOMELESS_VERBS else [common]
         add_arguments(
             verbs.add_parser(verb, parents=parents, help=help_text, description=description)
         )

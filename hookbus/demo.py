@@ -174,62 +174,59 @@ def _describe(event: str, envelope: dict[str, Any]) -> str:
 
 
 def _print_state(state: dict[str, Any]) -> None:
-    for key, value in state.items():
-        if key != "recent_runs":
-            print(f'  "{key}": {json.dumps(value)},')
-    print('  "recent_runs": [')
-    for run in state.get("recent_runs", []):
-        print(f"    {json.dumps(run)},")
-    print("  ]")
+    """state.json as it is, one run per line."""
+    runs = state.get("recent_runs", [])
+    head = {key: value for key, value in state.items() if key != "recent_runs"}
+    lines = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in head.items()]
+    lines.append('  "recent_runs": [\n' + ",\n".join(f"    {json.dumps(run)}" for run in runs) + "\n  ]")
+    print("{\n" + ",\n".join(lines) + "\n}")
 
 
 def run_demo(keep: bool = False) -> int:
     root = Path(tempfile.mkdtemp(prefix="hookbus-demo-"))
-    stub = StubChatServer(_stub_model)
     try:
-        stub.__enter__()
-        home = write_demo_home(root, stub.base_url)
-        common = {"thread_id": "t-demo", "cwd": str(root), "model": "demo/model", "origin": "user",
-                  "vix_bin": "vix", "socket_path": "/tmp/vixd.sock"}
-        print(
-            f"hookbus demo: {len(_hooks(''))} example hooks in a throwaway home, {root};\n"
-            f"prompt hooks are answered by a stub model on {stub.base_url}\n"
-        )
-        logging.getLogger("hookbus").setLevel(logging.ERROR)  # problems are printed below
-        with HookBus(root) as bus:
-            skipped = sorted({problem.hook_id or problem.path for problem in bus.problems})
-            print(f"loaded {len(bus.snapshot.hooks)} hooks; skipped {len(skipped)}, with the reason:")
-            for problem in bus.problems:
-                print(f"  {problem}")
-            print("\none agent turn, event by event:")
-            for number, (event, envelope) in enumerate(_STEPS, start=1):
-                decision = bus.emit(event, {**common, **envelope})
-                detail = decision.reason or ""
-                if decision.input is not None:
-                    detail = f"input -> {json.dumps(decision.input)}"
-                if decision.context:
-                    detail = (detail + "  " if detail else "") + f"context: {decision.context!r}"
-                if envelope.get("origin") == "vix":
-                    detail = "recursion guard: no hook fires in a vix-initiated thread"
-                elif decision.behavior == "allow" and not detail:
-                    detail = "(async hooks run in the background)"
-                print(f"  {number}. {_describe(event, envelope):<42} -> {decision.behavior:<7} {detail}")
-        # close() waited for the async hooks and flushed every record.
-        print(f"\nsubagents.log (written by the async hook subagent-done): "
-              f"{(root / 'subagents.log').read_text().strip()!r}")
-        state_path = home.hook_dir("block-env-writes") / "state.json"
-        print(f"\n{home.relative(state_path)} (written after every fire):")
-        _print_state(json.loads(state_path.read_text()))
-        logs = sorted(home.logs_dir.glob("*.jsonl"))
-        print(f"\n{home.relative(logs[-1])} (one line per fire; `hookbus log` shows it like this):")
-        with HookBus(root) as reader:
-            for record in reader.read_runs():
-                print(f"  {format_record(record)}")
-        print("\nTry it on your own home: hookbus validate, hookbus list, hookbus log, hookbus emit.")
-        if keep:
-            print(f"kept the demo home: hookbus list --home {root}")
+        with StubChatServer(_stub_model) as stub:
+            home = write_demo_home(root, stub.base_url)
+            common = {"thread_id": "t-demo", "cwd": str(root), "model": "demo/model", "origin": "user",
+                      "vix_bin": "vix", "socket_path": "/tmp/vixd.sock"}
+            print(
+                f"hookbus demo: {len(_hooks(''))} example hooks in a throwaway home, {root};\n"
+                f"prompt hooks are answered by a stub model on {stub.base_url}\n"
+            )
+            logging.getLogger("hookbus").setLevel(logging.ERROR)  # problems are printed below
+            with HookBus(root) as bus:
+                skipped = sorted({problem.hook_id or problem.path for problem in bus.problems})
+                print(f"loaded {len(bus.snapshot.hooks)} hooks; skipped {len(skipped)}, with the reason:")
+                for problem in bus.problems:
+                    print(f"  {problem}")
+                print("\none agent turn, event by event:")
+                for number, (event, envelope) in enumerate(_STEPS, start=1):
+                    decision = bus.emit(event, {**common, **envelope})
+                    detail = decision.reason or ""
+                    if decision.input is not None:
+                        detail = f"input -> {json.dumps(decision.input)}"
+                    if decision.context:
+                        detail = (detail + "  " if detail else "") + f"context: {decision.context!r}"
+                    if envelope.get("origin") == "vix":
+                        detail = "recursion guard: no hook fires in a vix-initiated thread"
+                    elif decision.behavior == "allow" and not detail:
+                        detail = "(async hooks run in the background)"
+                    print(f"  {number}. {_describe(event, envelope):<42} -> {decision.behavior:<7} {detail}")
+            # close() waited for the async hooks and flushed every record.
+            print(f"\nsubagents.log (written by the async hook subagent-done): "
+                  f"{(root / 'subagents.log').read_text().strip()!r}")
+            state_path = home.hook_dir("block-env-writes") / "state.json"
+            print(f"\n{home.relative(state_path)} (the recorder keeps its last fire and last 10 runs):")
+            _print_state(json.loads(state_path.read_text()))
+            logs = sorted(home.logs_dir.glob("*.jsonl"))
+            print(f"\n{home.relative(logs[-1])} (one line per fire; `hookbus log` shows it like this):")
+            with HookBus(root) as reader:
+                for record in reader.read_runs():
+                    print(f"  {format_record(record)}")
+            print("\nTry it on your own home: hookbus validate, hookbus list, hookbus log, hookbus emit.")
+            if keep:
+                print(f"kept the demo home: hookbus list --home {root}")
     finally:
-        stub.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -43,7 +43,8 @@ def hookbus_resolve(event: str, results: Sequence[HookResult]) -> Decision | Non
 def hookbus_record(bus: HookBus, record: RunRecord) -> None:
     """Store one fire. Called for every recorder; one that raises is reported and skipped.
 
-    Called on the thread that ran the hook: do the slow part in the background.
+    Called on the emitting thread for sync hooks (after they all ran), on the worker thread
+    for async ones, and on the caller's for ``trigger``: do the slow part in the background.
     """
 
 

@@ -123,7 +123,8 @@ class HookCall:
     event: str
     #: The embedder's fields, untouched, plus ``hook_event_name``.
     envelope: Mapping[str, Any]
-    #: ``envelope`` encoded once per emit as JSON plus a newline: what goes on stdin.
+    #: ``envelope`` as JSON plus a newline: what goes on stdin. Encoded once for all the
+    #: sync hooks of an emit; each async hook encodes its own, on its worker thread.
     payload: bytes
     #: ``time.monotonic()`` by which the run must be over.
     deadline: float
@@ -163,7 +164,8 @@ class HookCall:
         return self.prompt_sender(request)
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The process environment plus HOOKBUS_HOOK_ID, HOOKBUS_HOOK_DIR and HOOKBUS_EVENT."""
+        """The process environment plus HOOKBUS_HOOK_ID, HOOKBUS_HOOK_DIR, HOOKBUS_EVENT and
+        HOOKBUS_HOME, and ``extra`` (made fit for an environment: no NUL, no lone surrogate)."""
         env = dict(os.environ)
         env["HOOKBUS_HOOK_ID"] = self.hook.id
         env["HOOKBUS_HOOK_DIR"] = str(self.hook.directory)

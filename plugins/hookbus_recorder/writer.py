@@ -37,7 +37,7 @@ class LoadErrors:
 STATE_DELAY_SECONDS = 0.05
 #: Queued state updates are gathered over this long: one wake-up of the writer per batch,
 #: not per fire, keeps it off the emitting thread's back. (flush and close do not wait.)
-LOG_DELAY_SECONDS = 0.02
+BATCH_DELAY_SECONDS = 0.02
 
 
 class RecordWriter:
@@ -130,9 +130,8 @@ class RecordWriter:
                         break
                     wait = None if due is None else due + STATE_DELAY_SECONDS - time.monotonic()
                     self._condition.wait(wait)
-                urgent = self._stopping or self._flush_target > self._done
                 if self._queue and not urgent:
-                    self._condition.wait(LOG_DELAY_SECONDS)  # let a batch gather
+                    self._condition.wait(BATCH_DELAY_SECONDS)  # let a batch gather
                 batch = list(self._queue)
                 self._queue.clear()
                 urgent = self._stopping or self._flush_target > self._done
