@@ -46,8 +46,7 @@ def outcome_from_object(decision: dict[str, Any]) -> Outcome:
         reason = decision.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise DecisionError('JSON decision: "reason" must be a string')
-        reason = reason.strip() if reason else None
-        return Outcome("deny", reason=cap_text(reason) if reason else None)
+        return _deny(reason.strip() if reason else None)
     if behavior == "modify":
         new_input = decision.get("input")
         if not isinstance(new_input, dict):
@@ -104,6 +103,11 @@ def _scrub_surrogates(value: Any) -> Any:
     return value
 
 
+def _deny(reason: str | None) -> Outcome:
+    """Deny, with ``reason`` capped; an empty reason is no reason."""
+    return Outcome("deny", reason=cap_text(reason) if reason else None)
+
+
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace").strip()
 
@@ -153,8 +157,7 @@ def outcome_from_command(returncode: int, stdout: bytes, stderr: bytes) -> Outco
     if returncode == 0:
         return outcome_from_text(_decode(stdout))
     if returncode == 2:
-        reason = _decode(stderr) or _decode(stdout)
-        return Outcome("deny", reason=cap_text(reason) if reason else None)
+        return _deny(_decode(stderr) or _decode(stdout))
     return Outcome.fail_open(describe_exit(returncode, stderr))
 
 
@@ -179,8 +182,7 @@ def outcome_from_final_text(text: str) -> Outcome:
         return decision
     block = _BLOCK.search(text)
     if block is not None:
-        reason = block.group("reason").strip()
-        return Outcome("deny", reason=cap_text(reason) if reason else None)
+        return _deny(block.group("reason").strip())
     return Outcome("context", context=cap_text(text))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import attrs
 
 
@@ -96,3 +98,11 @@ def shorten(text: str, limit: int = 80) -> str:
     """``text`` for a message: whole up to ``limit`` characters, else its start and length
     (a 5,000-character regex or duration must not drown the message that names it)."""
     return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'blocking'?)`` when ``name`` is close to one of ``choices``, else ""."""
+    import difflib  # only a mistake needs it
+
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -9,7 +9,7 @@ import attrs
 
 from hookbus.converter import json_type_name, structure
 from hookbus.durations import parse_duration
-from hookbus.errors import SpecError, SpecErrors, reroot
+from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
 from hookbus.matching import Matcher, compile_matcher
 from hookbus.runners import check_runnable
@@ -135,19 +135,12 @@ class Hook:
         object.__setattr__(self, "is_sync", self.spec.mode == "sync")
 
 
-def _suggest(name: str, choices: tuple[str, ...] | list[str]) -> str:
-    import difflib  # only a spec with a mistake needs it
-
-    close = difflib.get_close_matches(name, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _unknown_keys(
     keys: list[str], allowed: tuple[str, ...], location: str, plugin_hint: bool = False
 ) -> list[SpecError]:
     errors = []
     for key in keys:
-        hint = _suggest(key, allowed)
+        hint = did_you_mean(key, allowed)
         if not hint and plugin_hint:
             # With no action at all, a stray key is most likely a missing plugin's action.
             hint = ": not a hook field, and no installed plugin runs it as an action (see `hookbus plugins`)"
@@ -191,7 +184,7 @@ def _check_semantics(
     if info is None:
         errors.append(
             SpecError(
-                f"unknown event {event!r}{_suggest(event, EVENT_NAMES)}; "
+                f"unknown event {event!r}{did_you_mean(event, EVENT_NAMES)}; "
                 f"events are {', '.join(EVENT_NAMES)}",
                 "$.trigger.event",
             )

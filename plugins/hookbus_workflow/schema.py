@@ -6,7 +6,6 @@ or ``{"prompt": TEXT}``, with an optional ``name`` and ``timeout`` (a Go duratio
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from typing import Any, Literal, Mapping
@@ -15,7 +14,7 @@ import attrs
 
 from hookbus.converter import json_type_name
 from hookbus.durations import parse_duration
-from hookbus.errors import Problem, SpecError, SpecErrors
+from hookbus.errors import Problem, SpecError, SpecErrors, did_you_mean
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
 from hookbus.runners import check_runnable
@@ -80,9 +79,7 @@ def _string(value: Any, location: str, errors: list[SpecError], empty_ok: bool =
 
 
 def _unknown(key: str, allowed: tuple[str, ...], location: str) -> SpecError:
-    close = difflib.get_close_matches(key, allowed, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return SpecError(f"unknown field {key!r}{hint}", location)
+    return SpecError(f"unknown field {key!r}{did_you_mean(key, allowed)}", location)
 
 
 def parse_step(value: Any, location: str, errors: list[SpecError]) -> Step | None:
@@ -93,8 +90,7 @@ def parse_step(value: Any, location: str, errors: list[SpecError]) -> Step | Non
     extra = [key for key in value if key not in _STEP_FIELDS]
     if not kinds:
         if extra:
-            close = difflib.get_close_matches(extra[0], STEP_KINDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(extra[0], STEP_KINDS)
             errors.append(SpecError(f"unknown step kind {extra[0]!r}{hint}: a step is bash or prompt", location))
         else:
             errors.append(SpecError('a step needs "bash" or "prompt"', location))

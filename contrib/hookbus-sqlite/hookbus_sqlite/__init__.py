@@ -14,7 +14,6 @@ it. ``query`` reads the database from anywhere::
 from __future__ import annotations
 
 import atexit
-import difflib
 import logging
 import os
 import sqlite3
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from hookbus import hookimpl
-from hookbus.errors import Problem
+from hookbus.errors import Problem, did_you_mean
 from hookbus.home import Home
 from hookbus.records import RunRecord
 from hookbus.reporting import ReportOnce
@@ -106,8 +105,7 @@ def config_problems(raw_settings: Mapping[str, Any]) -> list[Problem]:
     problems = []
     for key in value:
         if key not in _KEYS:
-            close = difflib.get_close_matches(str(key), _KEYS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(_KEYS)})"
+            hint = did_you_mean(str(key), _KEYS) or f" (known: {', '.join(_KEYS)})"
             problems.append(Problem("settings.json", f"unknown key {key!r}{hint}", where))
     path = value.get("path")
     if path is not None and (not isinstance(path, str) or not path.strip()):
