@@ -8,7 +8,7 @@ returns is recorded with the fire.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import attrs
 
@@ -58,10 +58,25 @@ def hookbus_register_runners(register: RunnerRegistration) -> None:
     register.add("prompt", PromptRunner())
 
 
+#: (settings document, its provider config): read once per settings, not per prompt.
+#: Settings documents are immutable, one per reload.
+_last_config: tuple[object, provider.ProviderConfig | None] | None = None
+
+
+def _config_of(raw_settings: Mapping[str, Any]) -> provider.ProviderConfig | None:
+    global _last_config
+    last = _last_config
+    if last is not None and last[0] is raw_settings:
+        return last[1]
+    config = provider.read_config(raw_settings)
+    _last_config = (raw_settings, config)
+    return config
+
+
 @hookimpl(trylast=True)
 def hookbus_run_prompt(request: PromptRequest) -> PromptResult:
     try:
-        config = provider.read_config(request.settings.raw)
+        config = _config_of(request.settings.raw)
     except SpecErrors as exc:
         raise PromptError(f"settings.json prompt_provider is invalid: {exc}") from None
     if config is None:

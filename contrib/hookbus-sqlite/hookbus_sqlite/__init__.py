@@ -119,8 +119,20 @@ def config_problems(raw_settings: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+#: (home root, settings document, its database path): worked out once per settings, not
+#: per record. Settings documents are immutable, one per reload.
+_last_path: tuple[Path, object, Path] | None = None
+
+
 def _path_of(bus: HookBus) -> Path:
-    return database_path(bus.home, bus.snapshot.settings.raw)
+    global _last_path
+    raw = bus.snapshot.settings.raw
+    last = _last_path
+    if last is not None and last[0] == bus.home.root and last[1] is raw:
+        return last[2]
+    path = database_path(bus.home, raw)
+    _last_path = (bus.home.root, raw, path)
+    return path
 
 
 @hookimpl
