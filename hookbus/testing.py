@@ -32,6 +32,7 @@ import pytest
 
 from hookbus.bus import HookBus
 from hookbus.decision import Decision
+from hookbus.home import Home
 from hookbus.hookspecs import hookimpl
 from hookbus.records import RunRecord
 
@@ -43,7 +44,9 @@ class TestHome:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        (root / "hooks").mkdir(parents=True, exist_ok=True)
+        #: The layout the bus reads, so that the two never disagree.
+        self.home = Home(root)
+        self.home.hooks_dir.mkdir(parents=True, exist_ok=True)
 
     def write_hook(
         self,
@@ -59,7 +62,7 @@ class TestHome:
         trigger: dict[str, Any] = {"event": event}
         if matcher is not None:
             trigger["matcher"] = matcher
-        directory = self.root / "hooks" / hook_id
+        directory = self.home.hook_dir(hook_id)
         directory.mkdir(parents=True, exist_ok=True)
         for name, content in (files or {}).items():
             (directory / name).write_text(content)
@@ -69,12 +72,12 @@ class TestHome:
         return path
 
     def write_settings(self, settings: Mapping[str, Any]) -> Path:
-        path = self.root / "settings.json"
+        path = self.home.settings_path
         _write_json(path, dict(settings))
         return path
 
     def write_workflows(self, workflows: Mapping[str, Any]) -> Path:
-        path = self.root / "config" / "workflow.json"
+        path = self.home.config_dir / "workflow.json"
         path.parent.mkdir(exist_ok=True)
         _write_json(path, dict(workflows))
         return path
