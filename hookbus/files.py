@@ -142,6 +142,16 @@ def _describe_os_error(exc: OSError) -> str:
     return f"cannot read: {exc.strerror or exc}"
 
 
+def file_signature(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """What changes when a file is written or replaced (inode, size, mtime, ctime); None
+    when there is no such file. For polling files that editors replace by rename."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def decode_document(data: bytes, kind: str) -> Any:
     """Parse JSON (``kind="json"``) or YAML; SpecError saying where the text is broken."""
     try:

@@ -2,8 +2,9 @@
 
 - ``hooks/`` is watched with watchfiles (inotify on Linux), tuned to ``debounce=50, step=5``
   so a write takes effect in milliseconds rather than watchfiles' default of up to 1.6 s.
-- ``settings.json`` and ``config/workflow.{json,yaml}`` are single files that editors
-  replace by rename, so they are polled by stat on every wake-up (at least every 250 ms).
+- ``settings.json`` and the files of ``config/`` (plugins' configuration, such as
+  ``workflow.json``) are single files that editors replace by rename, so they are polled by
+  stat on every wake-up (at least every 250 ms).
 - watchfiles drops inotify's queue-overflow notice, so a stat-only sweep of every hook
   directory runs every 30 s as a safety net; a watcher error or a restart rescans too.
 - An error restarts the watch (with backoff); a thread that died is noticed and restarted
@@ -21,6 +22,7 @@ from typing import Callable, Iterable
 
 import attrs
 
+from hookbus.files import file_signature
 from hookbus.home import Home
 from hookbus.loader import is_ignored_name
 from hookbus.registry import SPEC_NAMES
@@ -71,12 +73,6 @@ def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
     return touched, whole
 
 
-def _file_signature(path: Path) -> tuple[int, ...] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class HomeWatcher:
@@ -156,7 +152,7 @@ class HomeWatcher:
 
         hooks_dir = self.home.hooks_dir
         hooks_dir.mkdir(parents=True, exist_ok=True)
-        identity = _file_signature(hooks_dir)
+        identity = file_signature(hooks_dir)
         with RustNotify([str(hooks_dir)], False, False, 300, True, False) as notify:
             settings, config = self._poll()
             self.deliver(ChangeSet(rescan=reason, settings=settings, config=config))
@@ -170,7 +166,7 @@ class HomeWatcher:
                 hook_ids, whole = classify(self.home, paths)
                 settings, config = self._poll()
                 now = time.monotonic()
-                current = _file_signature(hooks_dir)
+                current = file_signature(hooks_dir)
                 replaced = current is None or identity is None or current[0] != identity[0]
                 rescan = None
                 if whole or replaced:
@@ -185,17 +181,20 @@ class HomeWatcher:
                     return  # the watch is on the old directory: start a new one
 
     def _poll_signatures(self) -> dict[Path, tuple[int, ...] | None]:
-        paths = [
-            self.home.settings_path,
-            self.home.config_dir / "workflow.json",
-            self.home.config_dir / "workflow.yaml",
-        ]
-        return {path: _file_signature(path) for path in paths}
+        """settings.json and every file in config/: plugins keep their configuration there
+        (the workflow plugin its workflow.json), and the core need not know which."""
+        config_dir = self.home.config_dir
+        try:
+            names = [name for name in os.listdir(config_dir) if not is_ignored_name(name)]
+        except OSError:
+            names = []
+        paths = [self.home.settings_path, *(config_dir / name for name in sorted(names))]
+        return {path: file_signature(path) for path in paths}
 
     def _poll(self) -> tuple[bool, bool]:
-        """Whether settings.json, or the workflow config, changed since the last poll."""
+        """Whether settings.json, or a file in config/, changed since the last poll."""
         current = self._poll_signatures()
-        changed = {path for path, signature in current.items() if self._polled.get(path) != signature}
+        changed = {path for path in current.keys() | self._polled.keys() if self._polled.get(path) != current.get(path)}
         self._polled = current
         settings = self.home.settings_path in changed
         return settings, bool(changed - {self.home.settings_path})

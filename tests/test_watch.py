@@ -233,12 +233,20 @@ def test_settings_kill_switch_live(home: Path, watching: HookBus) -> None:
     wait_until(bus, lambda: context_of(bus) == "on")
 
 
-def test_workflow_config_changes_reload(home: Path, watching: HookBus) -> None:
+@pytest.mark.parametrize("name", ["workflow.json", "workflow.yaml", "a-plugins-own.json"])
+def test_a_change_in_config_reloads(home: Path, watching: HookBus, name: str) -> None:
+    """config/ holds plugins' configuration (the workflow plugin's, a third party's): the
+    watcher reloads on any file there, so each plugin's config_problems see the change."""
     bus = watching
     generation = bus.generation
     (home / "config").mkdir()
-    atomic_write(home / "config" / "workflow.json", json.dumps({}))
+    atomic_write(home / "config" / name, "{}\n")
     assert bus.wait_for_reload(generation, 5)
+    generation = bus.generation
+    atomic_write(home / "config" / f".{name}.swp", "editor scratch")
+    assert not bus.wait_for_reload(generation, 0.5)  # editor temporaries are not config
+    (home / "config" / name).unlink()
+    assert bus.wait_for_reload(generation, 5)  # a file that went away is a change too
 
 
 def test_the_watcher_comes_back_after_dying(

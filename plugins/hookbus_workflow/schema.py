@@ -15,7 +15,7 @@ import attrs
 from hookbus.converter import json_type_name
 from hookbus.durations import parse_duration
 from hookbus.errors import Problem, SpecError, SpecErrors, did_you_mean
-from hookbus.files import decode_document, read_capped
+from hookbus.files import decode_document, file_signature, read_capped
 from hookbus.home import Home
 from hookbus.runners import check_runnable
 from hookbus.schema import DURATION
@@ -199,7 +199,7 @@ class ConfigCache:
         self._cached: dict[str, tuple[tuple[object, ...], WorkflowConfig]] = {}
 
     def get(self, home: Home) -> WorkflowConfig:
-        signature = tuple(_stat(home.config_dir / name) for name, _ in CONFIG_NAMES)
+        signature = tuple(file_signature(home.config_dir / name) for name, _ in CONFIG_NAMES)
         key = str(home.root)
         with self._lock:
             cached = self._cached.get(key)
@@ -210,10 +210,3 @@ class ConfigCache:
             self._cached[key] = (signature, config)
         return config
 
-
-def _stat(path: os.PathLike[str]) -> tuple[int, ...] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
