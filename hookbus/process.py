@@ -315,12 +315,18 @@ class _Supervision:
     def _drain(self) -> None:
         """After the child exited: take what it left in the pipes, without waiting for more."""
         for fd in list(self.readers):
-            while not self.overflow and self._read(fd):
-                try:
-                    if not select.select([fd], [], [], 0)[0]:
-                        break
-                except (OSError, ValueError):
+            if self.overflow:
+                break
+            self._read_while_ready(fd)
+
+    def _read_while_ready(self, fd: int) -> None:
+        """Read ``fd`` for as long as data is there now; never wait for more."""
+        while self._read(fd):
+            try:
+                if not select.select([fd], [], [], 0)[0]:
                     break
+            except (OSError, ValueError):  # closed meanwhile
+                break
 
     def _kill_escaped_holders(self) -> None:
         """Our pipes are still open with the whole group killed: a process that left the group
@@ -331,9 +337,7 @@ class _Supervision:
             # Killed group members take a moment to let go of the pipe.
             ready = select.select(list(self.readers), [], [], max(0.0, deadline - time.monotonic()))[0]
             for fd in ready:
-                while self._read(fd):
-                    if not select.select([fd], [], [], 0)[0]:
-                        break
+                self._read_while_ready(fd)
         if not self.readers:
             return
         inodes = {os.fstat(fd).st_ino for fd in self.readers}
