@@ -172,13 +172,15 @@ class HookBus:
             else:
                 events += self._loader.reload(hook_ids)
             snapshot = self._loader.snapshot(self._snapshot.generation + 1)
+            # Before publishing: whoever waits for this generation and then reads the
+            # recorders (state.json's load_error) must find the update already handed over.
+            self._record_load_errors()
             with self._published:
                 self._snapshot = snapshot
                 self._published.notify_all()
             for event in events:
                 level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO
                 load_logger.log(level, "%s", event)
-            self._record_load_errors()
 
     def _check_config(self) -> list[LoadEvent]:
         """Ask plugins about configuration they own (the workflow config, say)."""

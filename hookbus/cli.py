@@ -324,7 +324,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         snapshot = bus.snapshot
         print(
-            f"watching {bus.home} ({len(snapshot.hooks)} hooks loaded, "
+            f"watching {bus.home.root} ({len(snapshot.hooks)} hooks loaded, "
             f"{len(snapshot.problems)} problems); Ctrl-C to stop",
             flush=True,
         )

@@ -181,26 +181,41 @@ class DenyList:
         return "path is on the deny_list" if new_input.get("path") == "/etc/passwd" else None
 
 
+@pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest"])
 @pytest.mark.parametrize(
     ("rewritten", "behavior"), [("/etc/passwd", "deny"), ("ok.txt", "modify")]
 )
 def test_rewritten_input_goes_through_the_input_check(
-    rewritten: str, behavior: str, write_hook: Writer, make_bus: Maker
+    event: str, rewritten: str, behavior: str, write_hook: Writer, make_bus: Maker
 ) -> None:
+    """The spec: "the modified call is still checked against the deny_list"."""
     write_hook(
         "rewrite",
+        event=event,
         mode="sync",
         blocking=True,
         command=f"""echo '{{"behavior": "modify", "input": {{"path": "{rewritten}"}}}}'""",
     )
     deny_list = DenyList()
-    decision = make_bus(plugins=[deny_list]).emit("PreToolUse", {"tool_name": "write_file"})
+    decision = make_bus(plugins=[deny_list]).emit(event, {"tool_name": "write_file"})
     assert decision.behavior == behavior
-    assert deny_list.seen == [("PreToolUse", {"path": rewritten})]
+    assert deny_list.seen == [(event, {"path": rewritten})]
     if behavior == "deny":
         assert decision.reason == (
             "input rewritten by hook 'rewrite' was denied: path is on the deny_list"
         )
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest", "UserPromptSubmit"])
+def test_a_blocking_deny_takes_effect_on_every_event_that_can_block(
+    event: str, write_hook: Writer, make_bus: Maker
+) -> None:
+    """PermissionRequest: "a blocking deny skips the prompt and rejects the tool";
+    UserPromptSubmit: deny keeps the prompt out of the turn."""
+    write_hook("no", event=event, mode="sync", blocking=True, command="echo nope >&2; exit 2")
+    write_hook("note", event=event, mode="sync", command="echo noted")
+    decision = make_bus().emit(event, {"tool_name": "Bash", "prompt": "hi"})
+    assert (decision.behavior, decision.reason, decision.context) == ("deny", "hook 'no' denied: nope", "noted")
 
 
 @pytest.mark.parametrize(
@@ -208,12 +223,15 @@ def test_rewritten_input_goes_through_the_input_check(
 )
 def test_recursion_guard(envelope: dict[str, Any], home: Path, write_hook: Writer, make_bus: Maker) -> None:
     write_hook("deny", mode="sync", blocking=True, command="exit 2")
-    write_hook("async", command="touch fired")
+    write_hook("async", command="true")
     bus = make_bus()
     assert bus.emit("PreToolUse", envelope).behavior == "allow"
+    assert asyncio.run(bus.aemit("PreToolUse", envelope)).behavior == "allow"
     assert bus.emit("PreToolUse", {**envelope, "origin": "user"}).behavior == "deny"
     bus.close()
-    assert len([e for e in read_log(home) if e["hook_id"] == "deny"]) == 1
+    # Neither the sync nor the async hook fired for the two vix-initiated emits.
+    fired = [e["hook_id"] for e in read_log(home)]
+    assert sorted(fired) == ["async", "deny"]
 
 
 def test_kill_switch_in_settings(home: Path, write_hook: Writer, make_bus: Maker) -> None:

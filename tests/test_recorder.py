@@ -1,8 +1,8 @@
 """The built-in recorder (hooks/<id>/state.json and logs/hooks/<date>.jsonl), driven
 through a real HookBus running real command hooks.
 
-Records are written by a background thread: every test closes the bus (or calls
-read_runs, which flushes) before it reads a file.
+A fire's log line is written before emit returns; state.json by a background thread, so
+every test closes the bus (or calls read_runs, which flushes) before it reads state.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_state_keeps_the_last_ten_runs_in_order(home, write_hook, make_bus):
     assert all(run["thread_id"] is None for run in runs)
     for run in runs:
         assert TIMESTAMP.fullmatch(run["at"])
-        assert parse_duration(run["duration"], allow_zero=True) >= 0
+        parse_duration(run["duration"], allow_zero=True)  # a Go duration, or this raises
 
     # The state's runs are the log's last ten, in the log's order.
     log = read_log(home)
@@ -209,7 +209,10 @@ def test_log_file_is_the_utc_day_with_one_line_per_fire(home, write_hook, make_b
         assert LOG_KEYS <= set(entry)
         assert TIMESTAMP.fullmatch(entry["at"])
         assert entry["event"] == "PreToolUse"
-        assert parse_duration(entry["duration"], allow_zero=True) >= 0
+        # The readable duration says what duration_ms says, to its three digits.
+        assert parse_duration(entry["duration"], allow_zero=True) == pytest.approx(
+            entry["duration_ms"] / 1000, rel=0.01, abs=1e-6
+        )
     sync = [e for e in entries if e["hook_id"] == "decider"]
     assert [(e["mode"], e["status"], e["error"], e["decision"]) for e in sync] == [
         ("sync", *expected_outcome(n)) for n in range(4)
@@ -674,3 +677,19 @@ def test_temp_files_of_a_writer_killed_mid_write_are_removed_by_the_next_writer(
     append_runs(hook_dir, [_record()])
     assert not stale.exists() and unrelated.exists()
     assert read_state(home, "h")["last_status"] == "done"
+
+
+def test_last_error_clears_when_the_hook_works_again(home, write_hook, make_bus):
+    """state.json's last_error is the last fire's: a hook that recovers shows none."""
+    write_hook("flaky", event="Stop", mode="sync",
+               command='test -f "$HOOKBUS_HOOK_DIR/ok" || { echo broke >&2; exit 3; }')
+    bus = make_bus()
+    bus.emit("Stop", {})
+    bus.read_runs("flaky", 1)  # flushes
+    assert read_state(home, "flaky")["last_error"] == "exited with status 3: broke"
+    (home / "hooks" / "flaky" / "ok").write_text("")
+    bus.emit("Stop", {})
+    bus.read_runs("flaky", 1)
+    state = read_state(home, "flaky")
+    assert (state["last_status"], state["last_error"]) == ("allow", None)
+    assert [run["error"] for run in state["recent_runs"]] == ["exited with status 3: broke", None]

@@ -376,7 +376,7 @@ def test_hookbus_watch_prints_each_load_skip_and_error(home: Path) -> None:
                 return line
 
     try:
-        assert "watching" in next_line_with("Ctrl-C to stop")
+        assert f"watching {home} (" in next_line_with("Ctrl-C to stop")
         atomic_write(hook_file(home, "w"), spec("hi"))
         assert "loaded hooks/w: Stop sync, command" in next_line_with("hooks/w")
         atomic_write(hook_file(home, "w"), "{oops")

@@ -1813,14 +1813,32 @@ def test_regression_a_lone_surrogate_in_a_decision_is_still_recorded(tmp_path: P
 
 @pytest.mark.timeout(60)
 def test_regression_the_audit_log_stays_json_after_a_nan_decision(tmp_path: Path) -> None:
-    """Was: NaN was accepted in a decision and written to the audit log as `NaN`, not JSON."""
+    """Was: NaN was accepted in a decision and written to the audit log as `NaN`, not JSON.
+    Now the command contract refuses it (the fire fails open, recorded), and a third-party
+    runner's Outcome that holds NaN anyway is recorded as strict JSON."""
+    from hookbus import HookCall, ParseContext, RunnerRegistration, hookimpl
+
+    class NaNRunner:
+        def parse(self, key: str, value: object, context: ParseContext) -> object:
+            return value
+
+        def run(self, call: HookCall) -> Outcome:
+            return Outcome("modify", input={"score": float("nan")})
+
+    class NaNPlugin:
+        @hookimpl
+        def hookbus_register_runners(self, register: RunnerRegistration) -> None:
+            register.add("nan", NaNRunner())
+
     home = make_home(tmp_path)
     write_printing_hook(home, "x", 0, b'{"behavior": "modify", "input": {"path": NaN}}', b"")
-    with quiet(), HookBus(home) as bus:
+    write_file(home, "y", "hook.json", json.dumps({"trigger": {"event": "PreToolUse"}, "mode": "sync", "nan": 1}).encode())
+    with quiet(), HookBus(home, plugins=[NaNPlugin()]) as bus:
         bus.emit("PreToolUse", {"tool_name": "t", "tool_input": {}})
-    for path in (home / "logs" / "hooks").glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            json.loads(line, parse_constant=_no_constants)
+    lines = [line for path in (home / "logs" / "hooks").glob("*.jsonl") for line in path.read_text().splitlines()]
+    records = {entry["hook_id"]: entry for entry in (json.loads(line, parse_constant=_no_constants) for line in lines)}
+    assert records["x"]["status"] == "allow" and "NaN is not valid JSON" in records["x"]["error"]
+    assert records["y"]["decision"] == {"behavior": "modify", "input": {"score": "nan"}}
 
 
 @pytest.mark.timeout(60)

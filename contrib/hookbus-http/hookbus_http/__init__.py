@@ -42,12 +42,11 @@ server answers: a timer shuts the socket down at the deadline, and so does the b
 
 from __future__ import annotations
 
-import http.client
 import re
 import socket
 import threading
 import time
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit
 
 import attrs
@@ -66,6 +65,9 @@ from hookbus.converter import structure
 from hookbus.durations import parse_duration
 from hookbus.errors import SpecErrors
 from hookbus.schema import DURATION, schema_of
+
+if TYPE_CHECKING:
+    import http.client
 
 __all__ = ["MAX_RESPONSE_BYTES", "METHODS", "HttpOptions", "HttpRunner", "hookbus_register_runners"]
 
@@ -129,6 +131,9 @@ class HttpRunner:
         return schema
 
     def run(self, call: HookCall) -> Outcome:
+        # Loaded on the first fire: `hookbus` start-up does not pay for http.client and ssl.
+        import http.client
+
         options: HttpOptions = call.hook.options
         deadline, limit = call.deadline, call.hook.spec.timeout
         if options.timeout is not None:
@@ -265,6 +270,8 @@ def _exchange(
     """Send ``payload`` and return the status, its reason phrase and the body, read up to
     one byte past ``MAX_RESPONSE_BYTES``. Raises TimeoutError at the deadline, _Cancelled
     on cancel, OSError or HTTPException when the request fails."""
+    import http.client
+
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError
