@@ -8,8 +8,6 @@ import attrs
 
 Behavior = Literal["allow", "deny", "modify", "context"]
 BEHAVIORS: tuple[Behavior, ...] = ("allow", "deny", "modify", "context")
-#: Most restrictive first: deny > modify > context > allow.
-PRECEDENCE: dict[str, int] = {"deny": 3, "modify": 2, "context": 1, "allow": 0}
 
 #: Context injected by one hook is cut here, with a visible marker.
 MAX_CONTEXT_CHARS = 10_000
