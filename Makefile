@@ -23,9 +23,10 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/python -m mypy --strict $(TYPED)
 
-# The reliability suite at full size (its fast part runs in `make test`), with its figures.
+# The reliability and attack suites at full size (their fast parts run in `make test`), with
+# their figures.
 stress: $(STAMP)
-	HOOKBUS_STRESS=1 $(BIN)/python -m pytest tests/stress -p no:cacheprovider
+	HOOKBUS_STRESS=1 $(BIN)/python -m pytest tests/stress tests/adversarial -p no:cacheprovider
 
 # Not part of `make test`: it prints measured figures, it asserts nothing.
 bench: $(STAMP)

@@ -140,13 +140,14 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The reliability suite's figures (tests/stress), when it ran."""
-    try:
-        from stresskit import FIGURES, FULL
-    except ImportError:
-        return
-    if not FIGURES:
-        return
-    terminalreporter.section(f"reliability figures ({'make stress' if FULL else 'fast sizes'})")
-    for name, value in sorted(FIGURES.items()):
-        terminalreporter.write_line(f"{name:<40} {value:>12,}")
+    """The figures of the reliability suite (tests/stress) and of the attack suite
+    (tests/adversarial), for those that ran."""
+    import sys
+
+    for kit, title in (("stresskit", "reliability figures"), ("attackkit", "attack figures")):
+        module = sys.modules.get(kit)
+        if module is None or not module.FIGURES:
+            continue
+        terminalreporter.section(f"{title} ({'make stress' if module.FULL else 'fast sizes'})")
+        for name, value in sorted(module.FIGURES.items()):
+            terminalreporter.write_line(f"{name:<48} {value:>12,}")
