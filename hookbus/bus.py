@@ -110,7 +110,10 @@ class HookBus:
         self._async: AsyncWorkers[_AsyncJob] | None = None  # made on the first async fire
         self._sync_pool: ThreadPoolExecutor | None = None
         self._closed = False
-        self._loader = HookLoader(self.home, self.runners)
+        from hookbus.settings import env_disables_hooks
+
+        # Read once: the README promises the variable as it was when the bus started.
+        self._loader = HookLoader(self.home, self.runners, disabled_by_env=env_disables_hooks())
         self._reload_lock = threading.Lock()
         self._published = threading.Condition()
         self._load_errors: dict[str, str | None] = {}
@@ -162,6 +165,8 @@ class HookBus:
         with self._reload_lock:
             self._loader.verbose = load_logger.isEnabledFor(logging.INFO)
             events = []
+            if settings or rescan or force:
+                events += self._loader.check_home()
             if settings:
                 events += self._loader.load_settings()
                 force = True
@@ -185,9 +190,11 @@ class HookBus:
     def _check_config(self) -> list[LoadEvent]:
         """Ask plugins about configuration they own (the workflow config, say)."""
         problems: list[Problem] = []
-        for plugin, call in each_implementation(
+        # An unsafe home is reported once, by the loader; nothing in it is read meanwhile.
+        checks = () if self._loader.home_problem else each_implementation(
             self._plugins.hook.hookbus_config_problems, home=self.home, settings=self._loader.settings
-        ):
+        )
+        for plugin, call in checks:
             try:
                 problems += call() or []
             except Exception as exc:

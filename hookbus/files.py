@@ -8,13 +8,16 @@ import os
 import stat
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 
 from hookbus.converter import json_type_name
 from hookbus.errors import SpecError, json_limit_message
 from hookbus.jsontext import LONE_SURROGATE
+
+if TYPE_CHECKING:
+    from hookbus.home import Home
 
 #: A hook.json bigger than this is refused, not parsed.
 MAX_SPEC_BYTES = 256 * 1024
@@ -83,15 +86,21 @@ class SpecFile:
     data: bytes
     file_stat: os.stat_result
     dir_stat: os.stat_result
+    #: What ``inspect`` returned for the open directory.
+    inspected: Any = None
 
 
 def read_spec_file(
-    directory: Path, names: tuple[tuple[str, str], ...], cap: int = MAX_SPEC_BYTES
+    directory: Path,
+    names: tuple[tuple[str, str], ...],
+    cap: int = MAX_SPEC_BYTES,
+    inspect: Callable[[int], Any] | None = None,
 ) -> SpecFile | None:
     """Read the one spec file of a hook directory; None when it has none.
 
     The directory is opened first (O_NOFOLLOW) and the file opened relative to it, so
-    neither can be swapped for a symlink between the check and the read.
+    neither can be swapped for a symlink between the check and the read. ``inspect`` is
+    called with the open directory's descriptor (to check the other files in it, say).
     """
     try:
         dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -129,7 +138,49 @@ def read_spec_file(
             data, file_stat = _read_descriptor(fd, cap)
         except SpecError as exc:
             raise LoadError(path, exc.message) from None
-        return SpecFile(path, kind, data, file_stat, dir_stat)
+        inspected = inspect(dir_fd) if inspect is not None else None
+        return SpecFile(path, kind, data, file_stat, dir_stat, inspected)
+    finally:
+        os.close(dir_fd)
+
+
+def read_config_file(home: Home, name: str, cap: int = MAX_SPEC_BYTES) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of ``config/<name>`` in ``home``, for a plugin that keeps its configuration
+    there (as the workflow plugin keeps workflow.json); None when there is no such file.
+
+    SpecError when it must not be obeyed: ``config/``, the file or any other file in
+    ``config/`` is owned by another user or writable by group or others (a workflow may run
+    a script kept beside it), or the file is a symbolic link or not a regular file.
+    """
+    from hookbus.permissions import check_permissions
+    from hookbus.trust import entry_refusals
+
+    try:
+        dir_fd = os.open(home.config_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(home.config_dir):
+            raise SpecError("config is a symbolic link, which is not followed: move the directory in place", None) from None
+        raise SpecError(f"config cannot be read: {exc.strerror or exc}", None) from None
+    try:
+        info = os.fstat(dir_fd)
+        refusal, _ = check_permissions(home.config_dir, info, relaxable=False)
+        refusals = [(home.config_dir, refusal)] if refusal else entry_refusals(dir_fd, home.config_dir, strict_modes=True, relaxable=False)[0]
+        if refusals:
+            where, why = refusals[0]
+            raise SpecError(f"{home.relative(where)} {why}; nothing in config/ is used until that is fixed", None)
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SpecError(_describe_os_error(exc), None) from None
+        data, file_info = _read_descriptor(fd, cap)
+        refusal, _ = check_permissions(home.config_dir / name, file_info, relaxable=False)  # what was read
+        if refusal:
+            raise SpecError(f"config/{name} {refusal}", None)
+        return data, file_info
     finally:
         os.close(dir_fd)
 
@@ -150,6 +201,32 @@ def file_signature(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def config_signature(home: Home) -> tuple[tuple[str, tuple[int, ...] | None], ...]:
+    """What changes when anything in ``config/`` is written, replaced, added, removed or
+    has its owner or mode changed: the directory and every entry in it (editor temporaries
+    aside), not followed."""
+    from hookbus.loader import is_ignored_name
+
+    directory = _lstat_signature(home.config_dir)
+    # The directory's owner and mode, not its times: an editor's scratch file coming and
+    # going is no change to the configuration.
+    found: list[tuple[str, tuple[int, ...] | None]] = [("", directory and directory[:1] + directory[4:])]
+    try:
+        names = sorted(name for name in os.listdir(home.config_dir) if not is_ignored_name(name))
+    except OSError:
+        return tuple(found)
+    found += [(name, _lstat_signature(home.config_dir / name)) for name in names]
+    return tuple(found)
+
+
+def _lstat_signature(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
 
 
 def decode_document(data: bytes, kind: str) -> Any:

@@ -9,6 +9,7 @@ It is not thread-safe: the bus calls it under its reload lock.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Iterable, Literal
 
 import attrs
@@ -21,6 +22,7 @@ from hookbus.registry import SPEC_NAMES, Snapshot
 from hookbus.runners import ParseContext, RunnerTable
 from hookbus.settings import Settings, load_settings
 from hookbus.spec import Hook, parse_hook
+from hookbus.trust import STATE_FILES, Findings, entry_refusals, path_refusal
 
 ChangeKind = Literal["loaded", "reloaded", "removed", "skipped", "kept", "warning", "settings"]
 
@@ -103,11 +105,18 @@ def _signature_of(spec: SpecFile) -> tuple[int, ...]:
 class HookLoader:
     """Turns the hooks directory into Snapshots, one reload at a time."""
 
-    def __init__(self, home: Home, runners: RunnerTable) -> None:
+    def __init__(self, home: Home, runners: RunnerTable, disabled_by_env: bool = False) -> None:
         self.home = home
         self.runners = runners
-        self.settings = Settings()
+        self.disabled_by_env = disabled_by_env
+        self.settings = Settings(disabled_by_env=disabled_by_env)
+        #: The settings of the last settings.json that could be trusted (or its absence):
+        #: what stays in effect while settings.json is broken or others could write it.
+        self.trusted_settings = self.settings
         self.settings_problems: list[Problem] = []
+        #: Why nothing in the home may be obeyed (it, or a directory above it, is open to
+        #: other users); None when it is safe.
+        self.home_problem: Problem | None = None
         #: Problems plugins found in configuration they own (``hookbus_config_problems``).
         self.config_problems: list[Problem] = []
         self.root_problem: Problem | None = None
@@ -121,6 +130,8 @@ class HookLoader:
     def snapshot(self, generation: int) -> Snapshot:
         hooks = {hook_id: state.hook for hook_id, state in self.states.items() if state.hook}
         problems = [*self.settings_problems, *self.config_problems]
+        if self.home_problem is not None:
+            problems.insert(0, self.home_problem)
         if self.root_problem is not None:
             problems.append(self.root_problem)
         warnings = [self.root_warning] if self.root_warning else []
@@ -135,9 +146,27 @@ class HookLoader:
 
     # -- loading ------------------------------------------------------------------------
 
+    def check_home(self) -> list[LoadEvent]:
+        """Whether the home may be obeyed at all: it and every directory above it. Checked
+        on every full load; the watcher polls the same directories for changes."""
+        unsafe = path_refusal(self.home.root)
+        if unsafe is None:
+            self.home_problem = None
+            return []
+        where, why = unsafe
+        message = f"{why}; nothing in the home {self.home.root} is used until that is fixed"
+        self.home_problem = Problem(str(where), message)
+        return [LoadEvent("skipped", str(self.home_problem))]
+
     def load_settings(self) -> list[LoadEvent]:
         before = self.settings
-        self.settings, self.settings_problems = load_settings(self.home)
+        if self.home_problem is not None:
+            loaded, self.settings_problems = None, []  # the home's problem says why
+        else:
+            loaded, self.settings_problems = load_settings(self.home, self.disabled_by_env)
+        if loaded is not None:
+            self.trusted_settings = loaded
+        self.settings = self.trusted_settings
         events = [LoadEvent("skipped", str(problem)) for problem in self.settings_problems]
         if before.hooks_enabled != self.settings.hooks_enabled:
             state = "off: " + (self.settings.disabled_reason or "") if not self.settings.hooks_enabled else "on"
@@ -160,6 +189,8 @@ class HookLoader:
     def reload(self, hook_ids: Iterable[str]) -> list[LoadEvent]:
         """Re-read these hook directories (created, changed, renamed or deleted)."""
         events: list[LoadEvent] = []
+        if self.home_problem is not None:
+            return events  # nothing loads from an unsafe home
         for hook_id in sorted(set(hook_ids)):
             if is_ignored_name(hook_id):
                 continue
@@ -170,8 +201,15 @@ class HookLoader:
         root = self.home.hooks_dir
         self.root_problem = None
         self.root_warning = None
+        if self.home_problem is not None:
+            return []
         try:
-            info = os.stat(root)
+            info = os.lstat(root)
+            if stat.S_ISLNK(info.st_mode):
+                message = "is a symbolic link, which is not followed: move the directory in place"
+                self.root_problem = Problem("hooks", f"{message}; no hook is loaded from it")
+                events.append(LoadEvent("skipped", str(self.root_problem)))
+                return []
             names = sorted(os.listdir(root))
         except FileNotFoundError:
             return []
@@ -200,8 +238,13 @@ class HookLoader:
             message = "the directory name is not valid UTF-8, and a hook id must be: rename it"
             problem = Problem(f"hooks/{shown}", message, None, hook_id)
             return HookState(_signature(str(directory)), None, (problem,))
+        strict_modes = self.settings.strict_modes
+
+        def check_files(dir_fd: int) -> tuple[Findings, Findings]:
+            return entry_refusals(dir_fd, directory, strict_modes, skip=STATE_FILES)
+
         try:
-            spec = read_spec_file(directory, SPEC_NAMES)
+            spec = read_spec_file(directory, SPEC_NAMES, inspect=check_files)
         except LoadError as exc:
             problem = Problem(self.home.relative(exc.path), exc.message, None, hook_id)
             return self._failed(_signature(str(directory)), previous, [problem])
@@ -211,11 +254,16 @@ class HookLoader:
         warnings: list[str] = []
         refusals: list[Problem] = []
         for path, info in ((directory, spec.dir_stat), (spec.path, spec.file_stat)):
-            refusal, warning = check_permissions(path, info, self.settings.strict_modes)
+            refusal, warning = check_permissions(path, info, strict_modes)
             if refusal:
                 refusals.append(Problem(self.home.relative(path), refusal, None, hook_id))
             if warning:
                 warnings.append(f"{self.home.relative(path)} {warning}")
+        file_refusals, file_warnings = spec.inspected
+        for path, refusal in file_refusals:
+            if path != spec.path:  # the spec file itself was checked above, by what was read
+                refusals.append(Problem(self.home.relative(path), refusal, None, hook_id))
+        warnings += [f"{self.home.relative(path)} {warning}" for path, warning in file_warnings if path != spec.path]
         if refusals:
             # Not kept as last good: its scripts may be in a directory others can now change.
             return HookState(signature, None, tuple(refusals))

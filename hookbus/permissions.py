@@ -11,12 +11,14 @@ STRICT_MODES_SETTING = "hooks_strict_modes"
 
 
 def check_permissions(
-    path: Path, info: os.stat_result, strict_modes: bool = True
+    path: Path, info: os.stat_result, strict_modes: bool = True, relaxable: bool = True
 ) -> tuple[str | None, str | None]:
-    """``(refusal, warning)`` for a hook file or directory, given the stat of what was opened.
+    """``(refusal, warning)`` for a file or directory that decides what runs, given the
+    stat of what was opened.
 
     Refused: owned by a user other than this process's or root, or (with strict modes)
     writable by group or others. With strict modes off, the latter loads with a warning.
+    ``relaxable`` says whether the settings.json escape hatch applies (only to hooks).
     """
     me = os.geteuid()
     if info.st_uid not in (me, 0):
@@ -30,10 +32,7 @@ def check_permissions(
         return None, None
     who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[loose]
     what = f"is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
-    if strict_modes:
-        return (
-            f"{what}, who could then decide what runs as you: run `chmod go-w {path}` "
-            f'(or set "{STRICT_MODES_SETTING}": false in settings.json)',
-            None,
-        )
+    if strict_modes or not relaxable:
+        hatch = f' (or set "{STRICT_MODES_SETTING}": false in settings.json)' if relaxable else ""
+        return f"{what}, who could then decide what runs as you: run `chmod go-w {path}`{hatch}", None
     return None, f'{what}; loaded because settings.json sets "{STRICT_MODES_SETTING}": false'

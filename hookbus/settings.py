@@ -51,25 +51,38 @@ class Settings:
 
 
 def env_disables_hooks() -> bool:
+    """``VIX_DISABLE_HOOKS`` as the environment holds it now; the bus reads it once, when
+    it starts."""
     value = os.environ.get("VIX_DISABLE_HOOKS", "")
     return value.strip().lower() in _TRUTHY
 
+#: What an ignored settings.json is replaced with, as a message says it.
+IN_EFFECT_INSTEAD = "the last settings.json that could be trusted stays in effect (the defaults, if none was read)"
 
-def load_settings(home: Home) -> tuple[Settings, list[Problem]]:
-    """Settings of ``home``; a missing file is all defaults, a broken one is a Problem."""
-    disabled_by_env = env_disables_hooks()
+
+def load_settings(home: Home, disabled_by_env: bool = False) -> tuple[Settings | None, list[Problem]]:
+    """Settings of ``home``: a missing file is all defaults; None (with the Problem that
+    says why) when the file must not be obeyed: it is broken, or another user could have
+    written it (owned by someone else, or writable by group or others). Then the caller
+    keeps the last settings it could trust, so that nobody else can turn hooks off, stop
+    recording, or send the prompt provider's key elsewhere."""
     path = home.settings_path
     shown = home.relative(path)
-    if not os.path.lexists(path):
-        return Settings(disabled_by_env=disabled_by_env), []
     try:
         data, info = read_capped(path)
+    except SpecError as exc:
+        if not os.path.lexists(path):
+            return Settings(disabled_by_env=disabled_by_env), []
+        return None, [Problem(shown, f"{exc.message}; {IN_EFFECT_INSTEAD}")]
+    refusal, _ = check_permissions(path, info, relaxable=False)
+    if refusal:
+        return None, [Problem(shown, f"{refusal}; it is ignored: {IN_EFFECT_INSTEAD}")]
+    try:
         document = decode_document(data, "json")
     except SpecError as exc:
-        return Settings(disabled_by_env=disabled_by_env), [Problem(shown, exc.message)]
+        return None, [Problem(shown, f"{exc.message}; {IN_EFFECT_INSTEAD}")]
     if not isinstance(document, dict):
-        problem = Problem(shown, "expected an object at the top level", "$")
-        return Settings(disabled_by_env=disabled_by_env), [problem]
+        return None, [Problem(shown, f"expected an object at the top level; {IN_EFFECT_INSTEAD}", "$")]
     problems: list[Problem] = []
     hooks_feature = True
     features = document.get("features", {})
@@ -79,19 +92,13 @@ def load_settings(home: Home) -> tuple[Settings, list[Problem]]:
         if isinstance(features["hooks"], bool):
             hooks_feature = features["hooks"]
         else:
-            problems.append(Problem(shown, "expected true or false", "$.features.hooks"))
+            # A typo must not silently leave hooks on when they were meant to be off, nor
+            # off when meant on: the last trusted value stays, as for a broken file.
+            return None, [Problem(shown, f"expected true or false; {IN_EFFECT_INSTEAD}", "$.features.hooks")]
     strict_modes = document.get(STRICT_MODES_SETTING, True)
     if not isinstance(strict_modes, bool):
         problems.append(Problem(shown, "expected true or false", f"$.{STRICT_MODES_SETTING}"))
         strict_modes = True
-    if not strict_modes:
-        # Relaxing the checks is only trusted from a settings.json that passes them itself.
-        refusal, _ = check_permissions(path, info, strict_modes=True)
-        if refusal:
-            problems.append(
-                Problem(shown, f"{STRICT_MODES_SETTING} is ignored: settings.json {refusal}")
-            )
-            strict_modes = True
     recorders = document.get("recorder")
     if isinstance(recorders, str):
         recorders = (recorders,)

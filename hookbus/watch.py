@@ -22,10 +22,11 @@ from typing import Callable, Iterable
 
 import attrs
 
-from hookbus.files import file_signature
+from hookbus.files import config_signature, file_signature
 from hookbus.home import Home
 from hookbus.loader import is_ignored_name
-from hookbus.registry import SPEC_NAMES
+from hookbus.trust import STATE_FILES
+from hookbus.trust import walk as trust_walk
 
 logger = logging.getLogger("hookbus")
 
@@ -33,7 +34,6 @@ DEBOUNCE_MS = 50
 STEP_MS = 5
 POLL_SECONDS = 0.25
 SWEEP_SECONDS = 30.0
-_SPEC_FILE_NAMES = frozenset(name for name, _ in SPEC_NAMES)
 
 
 @attrs.frozen
@@ -53,8 +53,9 @@ class ChangeSet:
 def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
     """The hook ids touched by ``paths``, and whether the hooks directory itself changed.
 
-    Only a hook's directory and its hook.json/hook.yaml matter: state.json (written after
-    every fire), scripts, editor temporaries and backups are ignored. A temporary file
+    A hook is touched by a change to its directory or to any file in it, a script beside
+    hook.json included (a chmod can make the hook unsafe to run). Not by state.json, which
+    is written after every fire, nor by editor temporaries and backups. A temporary file
     renamed into place shows up as its final name.
     """
     hooks_dir = str(home.hooks_dir)
@@ -68,11 +69,10 @@ def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
         parts = relative.split(os.sep)
         if parts[0] == ".." or is_ignored_name(parts[0]):
             continue
-        if len(parts) == 1 or (len(parts) == 2 and parts[1] in _SPEC_FILE_NAMES):
-            touched.add(parts[0])
+        if len(parts) > 1 and (parts[1] in STATE_FILES or is_ignored_name(parts[-1])):
+            continue
+        touched.add(parts[0])
     return touched, whole
-
-
 
 
 class HomeWatcher:
@@ -180,21 +180,24 @@ class HomeWatcher:
                 if replaced:
                     return  # the watch is on the old directory: start a new one
 
-    def _poll_signatures(self) -> dict[Path, tuple[int, ...] | None]:
-        """settings.json and every file in config/: plugins keep their configuration there
-        (the workflow plugin its workflow.json), and the core need not know which."""
-        config_dir = self.home.config_dir
+    def _poll_signatures(self) -> dict[str, object]:
+        """settings.json, everything in config/ (plugins keep their configuration there, and
+        the core need not know which), and every directory on the way to the home: a chmod
+        of any of them can change what may be obeyed."""
+        home = self.home
         try:
-            names = [name for name in os.listdir(config_dir) if not is_ignored_name(name)]
-        except OSError:
-            names = []
-        paths = [self.home.settings_path, *(config_dir / name for name in sorted(names))]
-        return {path: file_signature(path) for path in paths}
+            chain: object = tuple(
+                (str(path), info.st_ino, info.st_mode, info.st_uid, info.st_ctime_ns)
+                for path, info, _ in trust_walk(home.root)
+            )
+        except OSError as exc:
+            chain = ("unreadable", exc.errno)
+        return {"settings": file_signature(home.settings_path), "home": chain, "config": config_signature(home)}
 
     def _poll(self) -> tuple[bool, bool]:
-        """Whether settings.json, or a file in config/, changed since the last poll."""
+        """Whether settings.json (or the home's path), or anything in config/, changed since
+        the last poll."""
         current = self._poll_signatures()
-        changed = {path for path in current.keys() | self._polled.keys() if self._polled.get(path) != current.get(path)}
+        changed = {key for key in current if self._polled.get(key) != current[key]}
         self._polled = current
-        settings = self.home.settings_path in changed
-        return settings, bool(changed - {self.home.settings_path})
+        return bool(changed & {"settings", "home"}), "config" in changed

@@ -255,14 +255,23 @@ def test_kill_switch_in_environment(
     assert make_bus().emit("PreToolUse", {"tool_name": "x"}).behavior == "deny"
 
 
-def test_broken_settings_are_reported_and_hooks_stay_on(
+def test_broken_settings_are_reported_and_the_last_trusted_ones_stay(
     home: Path, write_hook: Writer, make_bus: Maker
 ) -> None:
     write_hook("deny", mode="sync", blocking=True, command="exit 2")
     (home / "settings.json").write_text('{"features": {"hooks": "no"}}')
     bus = make_bus()
-    assert [str(p) for p in bus.problems] == ["settings.json: expected true or false @ $.features.hooks"]
-    assert bus.emit("PreToolUse", {"tool_name": "x"}).behavior == "deny"
+    assert [str(p) for p in bus.problems] == [
+        "settings.json: expected true or false; the last settings.json that could be trusted "
+        "stays in effect (the defaults, if none was read) @ $.features.hooks"
+    ]
+    assert bus.emit("PreToolUse", {"tool_name": "x"}).behavior == "deny"  # the defaults: hooks on
+    (home / "settings.json").write_text('{"features": {"hooks": false}}')
+    bus.reload()
+    assert bus.emit("PreToolUse", {"tool_name": "x"}).behavior == "allow"
+    (home / "settings.json").write_text('{"features": {"hooks": false')  # caught mid-edit
+    bus.reload()
+    assert bus.emit("PreToolUse", {"tool_name": "x"}).behavior == "allow"  # still off
 
 
 @pytest.mark.timeout(30)

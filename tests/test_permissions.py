@@ -584,7 +584,9 @@ def test_swapping_the_file_during_reloads_never_loads_what_was_not_checked(
             hook = snapshot.hooks.get("x")
             # A refused mode unloads the hook; a symlink keeps the last good (safe) version.
             assert hook is None or hook.spec.action == "echo safe", hook
-            messages = [p.message for p in snapshot.problems if p.hook_id == "x"]
+            # The swapper's temp file (a loose hard link, at times) is refused too, while it
+            # sits in the hook directory: a command could run any file there.
+            messages = [p.message for p in snapshot.problems if p.hook_id == "x" and p.path.endswith("hook.json")]
             assert len(messages) <= 1, messages
             if not messages:
                 seen["loaded"] += 1
@@ -850,7 +852,7 @@ def test_relaxing_is_only_trusted_from_a_settings_file_that_passes_the_checks(
     assert "x" not in bus.snapshot.hooks
     messages = [str(p) for p in bus.problems]
     assert any(
-        m.startswith("settings.json: hooks_strict_modes is ignored: settings.json is writable by group and others")
+        m.startswith("settings.json: is writable by group and others (mode 0666)") and "it is ignored" in m
         for m in messages
     ), messages
 

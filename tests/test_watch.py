@@ -141,10 +141,15 @@ def test_tmp_and_rename_and_ignored_names(home: Path, watching: HookBus) -> None
     hidden.mkdir()
     assert bus.wait_for_reload(generation, 5)  # the new directory "t" is looked at
     generation = bus.generation
-    for name in (".hook.json.swp", "hook.json~", "#hook.json#", "hook.json.tmp", "4913"):
+    for name in (".hook.json.swp", "hook.json~", "#hook.json#", "hook.json.tmp"):
         (directory / name).write_text(spec("ignored"))
     (hidden / "hook.json").write_text(spec("hidden"))
     assert not bus.wait_for_reload(generation, 0.5)  # none of those is a hook or its spec
+    # Any other file in a hook's directory may be what its command runs: a change to one
+    # (a chmod that lets others write it, say) reloads that hook.
+    (directory / "script.sh").write_text("exit 0\n")
+    assert bus.wait_for_reload(generation, 5)
+    generation = bus.generation
     temp = directory / "hook.json.tmp"
     temp.write_text(spec("renamed"))
     os.rename(temp, directory / "hook.json")

@@ -6,7 +6,6 @@ or ``{"prompt": TEXT}``, with an optional ``name`` and ``timeout`` (a Go duratio
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Literal, Mapping
 
@@ -15,7 +14,7 @@ import attrs
 from hookbus.converter import json_type_name
 from hookbus.durations import parse_duration
 from hookbus.errors import Problem, SpecError, SpecErrors, did_you_mean
-from hookbus.files import decode_document, file_signature, read_capped
+from hookbus.files import config_signature, decode_document, read_config_file
 from hookbus.home import Home
 from hookbus.runners import check_runnable
 from hookbus.schema import DURATION
@@ -167,15 +166,23 @@ def _key_location(name: str) -> str:
 
 
 def read_config(home: Home) -> WorkflowConfig:
-    present = [(home.config_dir / name, kind) for name, kind in CONFIG_NAMES if os.path.lexists(home.config_dir / name)]
-    if not present:
+    found: list[tuple[str, str, bytes]] = []
+    for name, kind in CONFIG_NAMES:
+        try:
+            read = read_config_file(home, name)
+        except SpecError as exc:
+            # Refused (others could write it, or something beside it): nothing of it is used.
+            return WorkflowConfig(home.relative(home.config_dir / name), file_errors=(exc.message,))
+        if read is not None:
+            found.append((home.relative(home.config_dir / name), kind, read[0]))
+    if not found:
         return WorkflowConfig()
-    shown = home.relative(present[0][0])
-    if len(present) > 1:
+    shown = found[0][0]
+    if len(found) > 1:
         return WorkflowConfig(shown, file_errors=("both workflow.json and workflow.yaml exist: keep one",))
-    path, kind = present[0]
+    _, kind, data = found[0]
     try:
-        document = decode_document(read_capped(path)[0], kind)
+        document = decode_document(data, kind)
     except SpecError as exc:
         return WorkflowConfig(shown, file_errors=(exc.message,))
     if not isinstance(document, dict):
@@ -192,14 +199,15 @@ def read_config(home: Home) -> WorkflowConfig:
 
 
 class ConfigCache:
-    """The parsed workflow config, re-read only when its files' stat changes."""
+    """The parsed workflow config, re-read only when anything in config/ changes (a chmod of
+    a file beside workflow.json can make the whole directory untrusted)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cached: dict[str, tuple[tuple[object, ...], WorkflowConfig]] = {}
+        self._cached: dict[str, tuple[object, WorkflowConfig]] = {}
 
     def get(self, home: Home) -> WorkflowConfig:
-        signature = tuple(file_signature(home.config_dir / name) for name, _ in CONFIG_NAMES)
+        signature = config_signature(home)
         key = str(home.root)
         with self._lock:
             cached = self._cached.get(key)
@@ -209,4 +217,3 @@ class ConfigCache:
         with self._lock:
             self._cached[key] = (signature, config)
         return config
-
