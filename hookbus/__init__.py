@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_object
     from hookbus.decision import ALLOW, Decision, HookResult, Outcome
+    from hookbus.files import read_config_file
     from hookbus.errors import (
         BusClosedError,
+        EnvelopeError,
         HookBusError,
         HookNotFoundError,
         PluginError,
@@ -54,6 +56,7 @@ _WHERE = {
     "HookResult": "hookbus.decision",
     "Outcome": "hookbus.decision",
     "BusClosedError": "hookbus.errors",
+    "EnvelopeError": "hookbus.errors",
     "HookBusError": "hookbus.errors",
     "HookNotFoundError": "hookbus.errors",
     "PluginError": "hookbus.errors",
@@ -64,6 +67,7 @@ _WHERE = {
     "EVENTS": "hookbus.events",
     "EventInfo": "hookbus.events",
     "Home": "hookbus.home",
+    "read_config_file": "hookbus.files",
     "PromptError": "hookbus.prompts",
     "PromptRequest": "hookbus.prompts",
     "PromptResult": "hookbus.prompts",
@@ -86,6 +90,7 @@ __all__ = [
     "Decision",
     "EVENTS",
     "EVENT_NAMES",
+    "EnvelopeError",
     "EventInfo",
     "Home",
     "Hook",
@@ -115,6 +120,7 @@ __all__ = [
     "outcome_from_command",
     "outcome_from_final_text",
     "outcome_from_object",
+    "read_config_file",
 ]
 
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import sys
 import threading
 import time
 from os import PathLike
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from hookbus.decision import ALLOW, Decision, HookResult, Outcome
+import attrs
+
+from hookbus.decision import ALLOW, FAILURES, Decision, HookResult, Outcome
 from hookbus.errors import (
     BusClosedError,
+    EnvelopeError,
     HookBusError,
     HookNotFoundError,
     PluginError,
@@ -28,6 +33,7 @@ from hookbus.plugins import (
     each_implementation,
 )
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
+from hookbus.workers import clamp_wait
 from hookbus.loader import HookLoader, LoadEvent
 from hookbus.registry import Snapshot
 from hookbus.reporting import ReportOnce
@@ -36,16 +42,16 @@ from hookbus.settings import Settings
 from hookbus.spec import Hook
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
     from hookbus.prompts import PromptRequest, PromptResult
-    from hookbus.workers import AsyncWorkers
+    from hookbus.workers import AsyncWorkers, ElasticThreads, StartedJob
 
     from hookbus.watch import ChangeSet, HomeWatcher
 
-#: An async fire waiting for a worker: the hook, the event, the envelope's fields, manual,
-#: and the settings in effect when it was fired (a reload meanwhile does not change them).
-_AsyncJob = tuple[Hook, str, Mapping[str, Any], bool, Settings]
+#: An async fire waiting for a worker: the hook, the event, the envelope as hooks get it and
+#: as JSON, manual, and the settings in effect when it was fired (a reload meanwhile does
+#: not change them).
+_AsyncJob = tuple[Hook, str, Mapping[str, Any], bytes, bool, Settings]
+_Run = tuple[Hook, Outcome, str, float]
 
 logger = logging.getLogger("hookbus")
 #: What loads, reloads and is skipped: verbs that print problems themselves silence it.
@@ -55,14 +61,15 @@ load_logger = logging.getLogger("hookbus.load")
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
 #: How long close() waits for killed and cancelled async hooks to be recorded.
 CANCEL_GRACE_SECONDS = 5.0
-#: Threads for running several sync hooks of one emit in parallel.
-SYNC_WORKERS = 32
 #: How long past its own timeout a runner may take before the bus stops waiting for it.
 RUNNER_GRACE_SECONDS = 1.0
+#: How long a thread that ran sync hooks waits idle for more before it ends.
+SYNC_THREAD_IDLE_SECONDS = 30.0
 #: The built-in recorder's plugin name: the one that records unless settings.json says otherwise.
 DEFAULT_RECORDER = "recorder"
 #: How long HookBus(watch=True) waits for the watch to be in place before it returns.
 WATCH_READY_SECONDS = 5.0
+FAILED_CLOSED_NOTE = 'failed closed ("on_error": "deny")'
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
 CANNOT_BLOCK_NOTE = "not applied: {event} cannot block or rewrite; only context from it is used"
 
@@ -71,10 +78,30 @@ def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[st
     """The envelope hooks receive: the embedder's fields untouched, plus hook_event_name.
 
     Compact separators, so ``"vix_bin":"..."`` greps the way the spec's examples expect.
+    EnvelopeError when it cannot be JSON: nested past Python's recursion limit (about a
+    thousand levels), holding itself, or holding a value that cannot be written.
     """
     full = dict(envelope)
     full["hook_event_name"] = event
-    return MappingProxyType(full), strict_json(full, separators=(",", ":")) + b"\n"
+    try:
+        payload = strict_json(full, separators=(",", ":")) + b"\n"
+    except RecursionError:
+        raise EnvelopeError(
+            f"the {event} envelope cannot be encoded as JSON: it is nested too deeply "
+            f"(more than about {sys.getrecursionlimit():,} levels)"
+        ) from None
+    except (ValueError, TypeError) as exc:  # a circular reference, a value str() refuses
+        raise EnvelopeError(f"the {event} envelope cannot be encoded as JSON: {exc}") from None
+    return MappingProxyType(full), payload
+
+
+def check_envelope(envelope: object) -> Mapping[str, Any]:
+    """``envelope`` when it is a mapping (None is an empty one); EnvelopeError otherwise."""
+    if envelope is None:
+        return {}
+    if isinstance(envelope, Mapping):
+        return envelope
+    raise EnvelopeError(f"the envelope must be a mapping (a dict of its fields), not {type(envelope).__name__}")
 
 
 class HookBus:
@@ -108,7 +135,11 @@ class HookBus:
         self._lock = threading.Condition()
         self._sync_emits = 0
         self._async: AsyncWorkers[_AsyncJob] | None = None  # made on the first async fire
-        self._sync_pool: ThreadPoolExecutor | None = None
+        self._sync_threads: ElasticThreads | None = None  # made on the first parallel sync fire
+        #: One token per emit whose sync hooks are running: ``interrupt`` cancels them.
+        self._running: set[CancelToken] = set()
+        #: Why ``interrupt`` was called, once it was: what close() cancels with.
+        self._interrupted: str | None = None
         self._closed = False
         from hookbus.settings import env_disables_hooks
 
@@ -212,20 +243,25 @@ class HookBus:
         installed = list(implementations)
         wanted = self._loader.settings.recorders
         problems = []
+        default = [DEFAULT_RECORDER] if DEFAULT_RECORDER in installed else sorted(installed)
         if wanted is None:
-            chosen = [DEFAULT_RECORDER] if DEFAULT_RECORDER in installed else sorted(installed)
+            chosen = default
         else:
             chosen = [name for name in wanted if name in installed]
-            for name in wanted:
-                if name not in installed:
-                    known = ", ".join(sorted(installed)) or "none"
-                    problems.append(
-                        Problem(
-                            "settings.json",
-                            f"recorder {name!r} is not installed or is blocked (installed recorders: {known})",
-                            "$.recorder",
-                        )
+            missing = [name for name in wanted if name not in installed]
+            if missing:
+                # A typo must never stop recording: with no listed recorder left, the
+                # default one records, and the problem says so.
+                if not chosen:
+                    chosen = default
+                using = ", ".join(repr(name) for name in chosen) or "nothing"
+                known = ", ".join(sorted(installed)) or "none"
+                for name in missing:
+                    message = (
+                        f"recorder {name!r} is not installed or is blocked (installed recorders: "
+                        f"{known}); recording with {using} instead"
                     )
+                    problems.append(Problem("settings.json", message, "$.recorder"))
         # Recorders handed to HookBus(plugins=[...]) were asked for by the embedder: they record.
         in_process = {info.name for info in self.plugin_infos if info.in_process}
         chosen += [name for name in installed if name in in_process and name not in chosen]
@@ -312,9 +348,13 @@ class HookBus:
 
         Async hooks are submitted and not waited for; sync hooks run in parallel, each
         under its own timeout, failing open. No hook matched: nothing is done at all.
+        EnvelopeError (a HookBusError) when ``envelope`` is not a mapping, or a matched
+        hook would need it as JSON and it cannot be encoded.
         """
         if self._closed:
             raise BusClosedError("emit on a closed HookBus")
+        if envelope.__class__ is not dict:
+            envelope = check_envelope(envelope)
         snapshot = self._snapshot
         index = snapshot.index.get(event)
         if index is None:
@@ -323,8 +363,7 @@ class HookBus:
                     f"unknown event {event!r}; events are {', '.join(EVENT_NAMES)}"
                 )
             return ALLOW
-        if envelope is None:
-            envelope = {}
+        assert envelope is not None
         # Recursion guard: a vix-initiated thread's own tool calls never fire hooks.
         if envelope.get("origin") == "vix":
             return ALLOW
@@ -334,10 +373,11 @@ class HookBus:
         return self._fire(event, envelope, hooks, snapshot.settings)
 
     async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
-        """``emit`` for asyncio: sync hooks run in a worker thread, never on the loop."""
+        """``emit`` for asyncio: sync hooks run in a thread of their own, never on the loop
+        (and never queued behind other emits, as the loop's default executor would)."""
         snapshot = self._snapshot
         index = snapshot.index.get(event)
-        envelope = {} if envelope is None else envelope
+        envelope = check_envelope(envelope)
         if self._closed or index is None or envelope.get("origin") == "vix":
             return self.emit(event, envelope)  # cheap: raises or returns ALLOW at once
         hooks = index.match(envelope)
@@ -347,8 +387,10 @@ class HookBus:
             return self._fire(event, envelope, hooks, snapshot.settings)  # only submits
         import asyncio  # only asyncio embedders pay for importing it
 
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self._fire, event, envelope, hooks, snapshot.settings)
+        settings = snapshot.settings
+        job = self._threads().submit(lambda: self._fire(event, envelope, hooks, settings))
+        decision: Decision = await asyncio.wrap_future(job.future)
+        return decision
 
     def _fire(
         self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook], settings: Settings
@@ -357,29 +399,31 @@ class HookBus:
             self._watcher.ensure_running()
         if self._closed:  # close() may have begun since emit looked
             raise BusClosedError("emit on a closed HookBus")
+        # Encoded once, here, for every hook it fires: an envelope that cannot be JSON is
+        # the caller's error to hear about, not something a worker thread dies of later.
+        full, payload = encode_envelope(event, envelope)
         sync_hooks: list[Hook] = []
-        job_envelope: dict[str, Any] | None = None
         for hook in hooks:
             if hook.is_sync:
                 sync_hooks.append(hook)
                 continue
-            if job_envelope is None:
-                # Fire-and-forget: the job keeps its own copy of the envelope's fields, and
-                # encodes it on the worker, off the emitting thread.
-                job_envelope = dict(envelope)
-                workers = self._async or self._start_async_workers()
-            workers.submit((hook, event, job_envelope, False, settings))
+            workers = self._async or self._start_async_workers()
+            workers.submit((hook, event, full, payload, False, settings))
         if not sync_hooks:
             return ALLOW
+        cancel = CancelToken()
         with self._lock:
             self._sync_emits += 1
+            self._running.add(cancel)
+            if self._interrupted is not None:
+                cancel.cancel(self._interrupted)
         try:
-            full, payload = encode_envelope(event, envelope)
-            runs = self._run_sync(sync_hooks, event, full, payload, settings)
+            runs = self._run_sync(sync_hooks, event, full, payload, settings, cancel)
             return self._decide(event, envelope, runs)
         finally:
             with self._lock:
                 self._sync_emits -= 1
+                self._running.discard(cancel)
                 self._lock.notify_all()
 
     def _run_sync(
@@ -389,32 +433,45 @@ class HookBus:
         envelope: Mapping[str, Any],
         payload: bytes,
         settings: Settings,
-    ) -> list[tuple[Hook, Outcome, str, float]]:
-        """Run sync hooks: a lone one on this thread (no pool hop on the hot path), several
-        in parallel on the pool, each waited for up to its timeout plus a grace. The
-        results are in the order of ``hooks``."""
+        cancel: CancelToken,
+    ) -> list[_Run]:
+        """Run sync hooks: a lone one on this thread (no thread hop on the hot path),
+        several in parallel, each on a thread of its own that starts at once, each waited
+        for up to its own timeout plus a grace from when it started. The results are in
+        the order of ``hooks``."""
         if len(hooks) == 1:
-            return [self._run(hooks[0], event, envelope, payload, settings)]
-        pool = self._pool()
+            return [self._run(hooks[0], event, envelope, payload, settings, cancel)]
+        threads = self._threads()
         submitted = time.time(), time.monotonic()
-        futures = [(hook, pool.submit(self._run, hook, event, envelope, payload, settings)) for hook in hooks]
-        return [self._wait_for(hook, future, submitted) for hook, future in futures]
+        jobs = [
+            (hook, threads.submit(functools.partial(self._run, hook, event, envelope, payload, settings, cancel)))
+            for hook in hooks
+        ]
+        return [self._wait_for(hook, job, submitted) for hook, job in jobs]
 
-    def _wait_for(
-        self,
-        hook: Hook,
-        future: Future[tuple[Hook, Outcome, str, float]],
-        submitted: tuple[float, float],
-    ) -> tuple[Hook, Outcome, str, float]:
-        wall, monotonic = submitted
-        remaining = monotonic + hook.timeout + RUNNER_GRACE_SECONDS - time.monotonic()
+    def _wait_for(self, hook: Hook, job: StartedJob, submitted: tuple[float, float]) -> _Run:
+        """The run of ``hook``, or a fail-open outcome once it is ``RUNNER_GRACE_SECONDS``
+        past its own timeout, counted from when it started (not from when it was handed
+        over: nothing it waited for may eat into its time)."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
-        try:
-            return future.result(timeout=max(0.0, remaining))
-        except FutureTimeout:
-            error = f"runner {hook.runner_plugin!r} did not return within its timeout"
-            return hook, Outcome.fail_open(error), utc_timestamp(wall), time.monotonic() - monotonic
+        wall, monotonic = submitted
+        while True:
+            started = job.started if job.started is not None else monotonic
+            remaining = started + hook.timeout + RUNNER_GRACE_SECONDS - time.monotonic()
+            try:
+                run: _Run = job.future.result(timeout=clamp_wait(remaining))
+                return run
+            except FutureTimeout:
+                if job.started is not None and job.started != started:
+                    continue  # it started later than assumed: its deadline is later too
+                if remaining > 0:
+                    continue  # a wait is capped at threading's maximum: keep waiting
+                error = f"runner {hook.runner_plugin!r} did not return within its timeout"
+                return hook, Outcome.fail_open(error, failure="timeout"), utc_timestamp(wall), time.monotonic() - monotonic
+            except BaseException as exc:  # _run never raises; this is the thread machinery
+                error = f"hookbus could not run it: {type(exc).__name__}: {exc}"
+                return hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(wall), time.monotonic() - monotonic
 
     def _run(
         self,
@@ -424,7 +481,7 @@ class HookBus:
         payload: bytes,
         settings: Settings,
         cancel: CancelToken | None = None,
-    ) -> tuple[Hook, Outcome, str, float]:
+    ) -> _Run:
         """Run one hook; never raises. Returns the hook, its outcome, when, and how long."""
         at = utc_timestamp()
         started = time.monotonic()
@@ -443,15 +500,17 @@ class HookBus:
             outcome = hook.runner.run(call)
             if not isinstance(outcome, Outcome):
                 raise TypeError(f"run() returned {type(outcome).__name__}, not an Outcome")
-        except Exception as exc:
-            logger.exception("runner of plugin %r failed on hook %r", hook.runner_plugin, hook.id)
+        except (Exception, SystemExit) as exc:  # a plugin's bug never reaches the embedder
+            logger.error(
+                "runner of plugin %r failed on hook %r", hook.runner_plugin, hook.id, exc_info=exc
+            )
             outcome = Outcome.fail_open(
-                f"runner {hook.runner_plugin!r} raised {type(exc).__name__}: {exc}"
+                f"runner {hook.runner_plugin!r} raised {type(exc).__name__}: {exc}", failure="crash"
             )
         if outcome.behavior == "modify":
             problem = check_modify_input(event, outcome.input)
             if problem is not None:
-                outcome = Outcome.fail_open(problem, outcome.thread_id)
+                outcome = Outcome.fail_open(problem, outcome.thread_id, failure="unparseable")
         return hook, outcome, at, time.monotonic() - started
 
     def _make_resolver(self) -> Callable[[str, list[HookResult]], Any]:
@@ -496,6 +555,7 @@ class HookBus:
     ) -> Decision:
         # ``runs`` are in hook-id order already: EventIndex.match returns them so.
         notes: dict[str, str] = {}
+        runs = [self._fail_closed(run, notes) if run[1].error is not None else run for run in runs]
         results = []
         for hook, outcome, _, _ in runs:
             if not hook.spec.blocking and outcome.behavior in ("deny", "modify"):
@@ -527,6 +587,18 @@ class HookBus:
                 )
             )
         return decision
+
+    @staticmethod
+    def _fail_closed(run: _Run, notes: dict[str, str]) -> _Run:
+        """A failed hook with ``"on_error": "deny"``: its fire is a deny that says how it
+        failed. Any other failed hook fails open, as the spec says."""
+        hook, outcome, at, duration = run
+        if hook.spec.on_error != "deny" or outcome.behavior != "allow":
+            return run
+        how = FAILURES.get(outcome.failure or "error", FAILURES["error"])
+        closed = attrs.evolve(outcome, behavior="deny", reason=f"failed closed: the hook {how} ({outcome.error})")
+        notes[hook.id] = FAILED_CLOSED_NOTE
+        return hook, closed, at, duration
 
     def _resolve(self, event: str, results: list[HookResult]) -> Decision:
         try:
@@ -564,13 +636,16 @@ class HookBus:
 
     # -- async hooks --------------------------------------------------------------------
 
-    def _pool(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._sync_pool is None:
-                from concurrent.futures import ThreadPoolExecutor  # only for parallel sync hooks
+    def _threads(self) -> ElasticThreads:
+        threads = self._sync_threads
+        if threads is not None:
+            return threads
+        from hookbus.workers import ElasticThreads  # only for parallel sync hooks and aemit
 
-                self._sync_pool = ThreadPoolExecutor(SYNC_WORKERS, thread_name_prefix="hookbus-sync")
-            return self._sync_pool
+        with self._lock:
+            if self._sync_threads is None:
+                self._sync_threads = ElasticThreads("hookbus-sync", SYNC_THREAD_IDLE_SECONDS)
+            return self._sync_threads
 
     def _start_async_workers(self) -> AsyncWorkers[_AsyncJob]:
         from hookbus.workers import AsyncWorkers  # a bus with no async hook never needs it
@@ -581,8 +656,7 @@ class HookBus:
             return self._async
 
     def _run_async(self, job: _AsyncJob, cancel: CancelToken) -> RunRecord:
-        hook, event, envelope, manual, settings = job
-        full, payload = encode_envelope(event, envelope)
+        hook, event, full, payload, manual, settings = job
         _, outcome, at, duration = self._run(hook, event, full, payload, settings, cancel)
         record = _async_record(hook, event, outcome, at, duration, manual)
         self._record(record)
@@ -590,7 +664,7 @@ class HookBus:
 
     def _record_cancelled(self, job: _AsyncJob, reason: str) -> None:
         """A queued async job that close() ended before it started: recorded, not lost."""
-        hook, event, _, manual, _ = job
+        hook, event, _, _, manual, _ = job
         self._record(_async_record(hook, event, Outcome.fail_open(reason), utc_timestamp(), 0.0, manual))
 
     # -- manual fire --------------------------------------------------------------------
@@ -610,7 +684,17 @@ class HookBus:
                 f"no valid hook {hook_id!r} in {self.home.hooks_dir} (loaded: {known}); "
                 "`hookbus validate` says why a hook is skipped"
             )
-        return self._run_async((hook, hook.event, envelope or {}, True, snapshot.settings), CancelToken())
+        full, payload = encode_envelope(hook.event, check_envelope(envelope))
+        cancel = CancelToken()
+        with self._lock:
+            self._running.add(cancel)
+            if self._interrupted is not None:
+                cancel.cancel(self._interrupted)
+        try:
+            return self._run_async((hook, hook.event, full, payload, True, snapshot.settings), cancel)
+        finally:
+            with self._lock:
+                self._running.discard(cancel)
 
     # -- recording ----------------------------------------------------------------------
 
@@ -639,6 +723,24 @@ class HookBus:
 
     # -- shutting down ------------------------------------------------------------------
 
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop every hook that is running, sync and async, now: their process groups are
+        killed, and each fire is recorded with ``reason`` as its error (a blocking hook with
+        ``"on_error": "deny"`` then denies). Emits in progress return at once; hooks that
+        were not started yet never start. Safe to call from any thread; a signal handler
+        should call it from a new thread (it takes locks the interrupted thread may hold).
+        Follow it with ``close()``.
+        """
+        with self._lock:
+            if self._interrupted is None:
+                self._interrupted = reason
+            running = list(self._running)
+            workers = self._async
+        for token in running:
+            token.cancel(reason)
+        if workers is not None:
+            workers.cancel_all(reason)
+
     def close(self, timeout: float | None = None) -> None:
         """Stop taking emits, let running hooks finish for up to ``timeout`` seconds
         (default ``shutdown_timeout``), kill and record what is left as
@@ -664,11 +766,11 @@ class HookBus:
                 self._lock.wait(max(0.0, deadline - time.monotonic()))
         if workers is not None:
             # What is left is killed (running) or never started (queued): each is recorded.
-            workers.cancel_all(CANCELLED_AT_SHUTDOWN)
+            workers.cancel_all(self._interrupted or CANCELLED_AT_SHUTDOWN)
             workers.drain(time.monotonic() + CANCEL_GRACE_SECONDS)
             workers.stop(CANCEL_GRACE_SECONDS)
-        if self._sync_pool is not None:
-            self._sync_pool.shutdown(wait=False)
+        if self._sync_threads is not None:
+            self._sync_threads.shutdown()
         for plugin, call in each_implementation(self._plugins.hook.hookbus_shutdown, bus=self):
             try:
                 call()

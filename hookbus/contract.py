@@ -123,7 +123,7 @@ def outcome_from_text(text: str) -> Outcome:
             return Outcome("context", context=cap_text(text))
         return outcome_from_object(decision)
     except DecisionError as exc:
-        return Outcome.fail_open(str(exc))
+        return Outcome.fail_open(str(exc), failure="unparseable")
 
 
 def describe_exit(returncode: int, stderr: bytes) -> str:
@@ -158,7 +158,7 @@ def outcome_from_command(returncode: int, stdout: bytes, stderr: bytes) -> Outco
         return outcome_from_text(_decode(stdout))
     if returncode == 2:
         return _deny(_decode(stderr) or _decode(stdout))
-    return Outcome.fail_open(describe_exit(returncode, stderr))
+    return Outcome.fail_open(describe_exit(returncode, stderr), failure="killed" if returncode < 0 else "crash")
 
 
 # A whole reply that is one fenced block: ```json\n{...}\n``` (the language tag optional).

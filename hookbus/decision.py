@@ -20,6 +20,17 @@ def cap_text(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
     return f"{text[:limit]}\n[hookbus: truncated {len(text) - limit} more characters]"
 
 
+#: How a hook can fail, and how a fail-closed deny's reason says it.
+FAILURES: dict[str, str] = {
+    "timeout": "timed out",
+    "crash": "crashed",
+    "killed": "was killed",
+    "unparseable": "answered with something unparseable",
+    "error": "failed",
+}
+Failure = Literal["timeout", "crash", "killed", "unparseable", "error"]
+
+
 @attrs.frozen
 class Outcome:
     """What one hook run said. A run that failed says ``allow`` and carries ``error``."""
@@ -32,10 +43,15 @@ class Outcome:
     error: str | None = None
     #: The thread an embedder ran a workflow or prompt in, when it says so.
     thread_id: str | None = None
+    #: How it failed, when it did: "timeout", "crash" (a non-zero exit, an exception, a
+    #: process that could not start), "killed" (a signal, a cancellation), "unparseable"
+    #: (an answer that is no valid decision), or "error" (anything else). A blocking hook
+    #: with ``"on_error": "deny"`` turns a failure into a deny whose reason says which.
+    failure: Failure | None = None
 
     @classmethod
-    def fail_open(cls, error: str, thread_id: str | None = None) -> Outcome:
-        return cls("allow", error=error, thread_id=thread_id)
+    def fail_open(cls, error: str, thread_id: str | None = None, failure: Failure = "error") -> Outcome:
+        return cls("allow", error=error, thread_id=thread_id, failure=failure)
 
     def as_dict(self) -> dict[str, Any]:
         """The decision part as the JSON contract spells it, null keys left out."""

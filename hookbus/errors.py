@@ -30,6 +30,10 @@ class BusClosedError(HookBusError, RuntimeError):
     """The bus was used after ``close()``."""
 
 
+class EnvelopeError(HookBusError, ValueError):
+    """``emit`` was given an envelope that is not a mapping, or that cannot be JSON."""
+
+
 class SpecError(HookBusError, ValueError):
     """A value in a spec is invalid. ``location`` is a JSON path relative to the value checked.
 

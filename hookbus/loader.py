@@ -22,6 +22,7 @@ from hookbus.registry import SPEC_NAMES, Snapshot
 from hookbus.runners import ParseContext, RunnerTable
 from hookbus.settings import Settings, load_settings
 from hookbus.spec import Hook, parse_hook
+from hookbus.terminal import UNPRINTABLE, printable
 from hookbus.trust import STATE_FILES, Findings, entry_refusals, path_refusal
 
 ChangeKind = Literal["loaded", "reloaded", "removed", "skipped", "kept", "warning", "settings"]
@@ -237,6 +238,14 @@ class HookLoader:
             shown = hook_id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             message = "the directory name is not valid UTF-8, and a hook id must be: rename it"
             problem = Problem(f"hooks/{shown}", message, None, hook_id)
+            return HookState(_signature(str(directory)), None, (problem,))
+        if UNPRINTABLE.search(hook_id):
+            # Such an id would reach terminals (hookbus list, log) and one-line records.
+            message = (
+                "the directory name holds a control or direction character, and a hook id "
+                "must be printable text: rename it"
+            )
+            problem = Problem(f"hooks/{printable(hook_id)}", message, None, hook_id)
             return HookState(_signature(str(directory)), None, (problem,))
         strict_modes = self.settings.strict_modes
 

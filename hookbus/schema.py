@@ -101,6 +101,13 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
             "cwd": {"type": "string", "default": ""},
             "timeout": {**DURATION, "description": DURATION["description"] + " Default 5s sync, 10m async."},
             "created_by": {"type": "string"},
+            "on_error": {
+                "enum": ["allow", "deny"],
+                "default": "allow",
+                "description": 'What a blocking hook that fails (times out, crashes, is killed, or '
+                'answers with something unparseable) decides: "allow" (fail open, the default) or '
+                '"deny" (fail closed). "deny" needs "blocking": true.',
+            },
             **actions,
         },
         "required": ["trigger"],
@@ -115,7 +122,11 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
                     },
                     "required": ["mode"],
                 },
-            }
+            },
+            {
+                "if": {"properties": {"on_error": {"const": "deny"}}, "required": ["on_error"]},
+                "then": {"properties": {"blocking": {"const": True}}, "required": ["blocking"]},
+            },
         ],
     }
     if exactly_one_action:

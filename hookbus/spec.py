@@ -9,7 +9,7 @@ import attrs
 
 from hookbus.converter import json_type_name, structure
 from hookbus.durations import parse_duration
-from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot
+from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot, shorten
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
 from hookbus.matching import Matcher, compile_matcher
 from hookbus.runners import check_runnable
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["sync", "async"]
 MODES: tuple[str, ...] = ("sync", "async")
+OnError = Literal["allow", "deny"]
+ON_ERROR: tuple[str, ...] = ("allow", "deny")
 DEFAULT_SYNC_TIMEOUT = "5s"
 DEFAULT_ASYNC_TIMEOUT = "10m"
 
@@ -53,13 +55,14 @@ class _SpecFields:
     cwd: str = ""
     timeout: str | None = None
     created_by: str = ""
+    on_error: str = "allow"
 
 
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(_SpecFields))
 #: The JSON type each field must have, for the fast path of ``_structure_fields``.
 _FIELD_TYPES: dict[str, type] = {
     "id": str, "name": str, "enabled": bool, "mode": str, "blocking": bool,
-    "cwd": str, "timeout": str, "created_by": str,
+    "cwd": str, "timeout": str, "created_by": str, "on_error": str,
 }
 
 
@@ -103,6 +106,9 @@ class HookSpec:
     cwd: str = ""
     timeout: str = DEFAULT_ASYNC_TIMEOUT
     created_by: str = ""
+    #: What a failure of the hook decides: "allow" (fail open) or, for a blocking hook,
+    #: "deny" (fail closed).
+    on_error: OnError = "allow"
 
 
 @attrs.frozen
@@ -210,6 +216,15 @@ def _check_semantics(
                 "$.blocking",
             )
         )
+    if fields.on_error not in ON_ERROR:
+        errors.append(SpecError(f'on_error must be "allow" or "deny", got {shorten(fields.on_error)!r}', "$.on_error"))
+    elif fields.on_error == "deny" and not fields.blocking:
+        errors.append(
+            SpecError(
+                'on_error "deny" needs "blocking": true: only a blocking hook\'s deny takes effect',
+                "$.on_error",
+            )
+        )
     if fields.timeout is not None:
         try:
             parse_duration(fields.timeout)
@@ -303,6 +318,7 @@ def parse_hook(
         cwd=fields.cwd,
         timeout=timeout,
         created_by=fields.created_by,
+        on_error="deny" if fields.on_error == "deny" else "allow",
     )
     return Hook(
         spec=spec,

@@ -9,13 +9,15 @@ finished, so ``drain`` can wait for all of it, and ``cancel_all`` ends the runni
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from hookbus.runners import CancelToken
 
+logger = logging.getLogger("hookbus")
 Job = TypeVar("Job")
 _STOP = object()
 
@@ -71,6 +73,14 @@ class AsyncWorkers(Generic[Job]):
                     self._cancelled(job, reason)  # type: ignore[arg-type]
                 else:
                     self._run(job, token)  # type: ignore[arg-type]
+            except BaseException as exc:
+                # A worker never dies of its job (SystemExit from a plugin, say): a dead one
+                # would leave async hooks unrun for good and close() waiting its full bound.
+                logger.error("hookbus: an async job failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
+                try:
+                    self._cancelled(job, f"hookbus could not run it: {type(exc).__name__}: {exc}")  # type: ignore[arg-type]
+                except BaseException:
+                    logger.exception("hookbus: an async job could not be recorded")
             finally:
                 with self._lock:
                     self._running.discard(token)
@@ -104,3 +114,107 @@ class AsyncWorkers(Generic[Job]):
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def clamp_wait(seconds: float) -> float:
+    """A wait threading accepts: never negative, never past ``threading.TIMEOUT_MAX`` (a
+    hook's timeout may be as long as Go's maximum duration, 292 years; a longer wait raises
+    OverflowError)."""
+    return min(max(0.0, seconds), threading.TIMEOUT_MAX)
+
+
+class StartedJob:
+    """A job handed to ``ElasticThreads``: its Future, and when it really started."""
+
+    __slots__ = ("future", "started")
+
+    def __init__(self) -> None:
+        from concurrent.futures import Future
+
+        self.future: Future[Any] = Future()
+        #: ``time.monotonic()`` when a thread began running it; None until then.
+        self.started: float | None = None
+
+
+class _Idle:
+    """A thread waiting for its next job, in a slot of its own."""
+
+    __slots__ = ("wake", "job")
+
+    def __init__(self) -> None:
+        self.wake = threading.Event()
+        self.job: tuple[StartedJob, Callable[[], Any]] | None = None
+
+
+class ElasticThreads:
+    """Runs every job at once, on an idle thread if there is one, else on a new thread.
+
+    Nothing ever waits in a queue behind another job: the sync hooks of one emit must not
+    queue behind another emit's, nor behind slow hooks of their own emit, or a blocking deny
+    would time out before it started. A thread idle for ``idle_seconds`` ends, so a burst
+    leaves nothing behind for long. There is no cap: each job is a hook that runs now, and
+    what bounds them is how many the embedder emits at once.
+    """
+
+    def __init__(self, name: str, idle_seconds: float = 30.0) -> None:
+        self.name = name
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._idle: list[_Idle] = []
+        self._count = 0
+        self._closed = False
+
+    def submit(self, function: Callable[[], Any]) -> StartedJob:
+        job = StartedJob()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("ElasticThreads is shut down")
+            slot = self._idle.pop() if self._idle else None
+            if slot is None:
+                self._count += 1
+                number = self._count
+        if slot is not None:
+            slot.job = (job, function)
+            slot.wake.set()
+            return job
+        thread = threading.Thread(
+            target=self._work, args=((job, function),), name=f"{self.name}-{number}", daemon=True
+        )
+        thread.start()
+        return job
+
+    def _work(self, first: tuple[StartedJob, Callable[[], Any]]) -> None:
+        work: tuple[StartedJob, Callable[[], Any]] | None = first
+        slot = _Idle()
+        while work is not None:
+            job, function = work
+            job.started = time.monotonic()
+            try:
+                job.future.set_result(function())
+            except BaseException as exc:  # a worker never dies of its job
+                job.future.set_exception(exc)
+            work = self._next(slot)
+
+    def _next(self, slot: _Idle) -> tuple[StartedJob, Callable[[], Any]] | None:
+        """Wait idle for another job; None when none came in time (the thread ends)."""
+        slot.wake.clear()
+        slot.job = None
+        with self._lock:
+            if self._closed:
+                return None
+            self._idle.append(slot)
+        if not slot.wake.wait(self.idle_seconds):
+            with self._lock:
+                if slot in self._idle:
+                    self._idle.remove(slot)
+                    return None
+            slot.wake.wait()  # submit() took this slot just as it timed out: its job is coming
+        return slot.job
+
+    def shutdown(self) -> None:
+        """Idle threads end now; busy ones end when their job does."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for slot in idle:
+            slot.wake.set()  # job None: the thread ends

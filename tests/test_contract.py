@@ -326,7 +326,8 @@ def test_context_of_exactly_the_limit_is_not_cut(fire: Fire) -> None:
 
 
 def fail(error: str) -> Outcome:
-    return Outcome.fail_open(error)
+    """A failed command: killed by a signal, or crashed (any other non-zero exit)."""
+    return Outcome.fail_open(error, failure="killed" if error.startswith("killed by") else "crash")
 
 
 COMMAND_UNIT_ROWS: dict[str, tuple[int, bytes, bytes, Outcome]] = {
@@ -390,7 +391,7 @@ def test_outcome_from_text_invalid_decision_fails_open(text: str, fragment: str)
     outcome = outcome_from_text(text)
     assert outcome.behavior == "allow"
     assert outcome.error is not None and fragment in outcome.error
-    assert outcome == Outcome.fail_open(outcome.error)
+    assert outcome == Outcome.fail_open(outcome.error, failure="unparseable")
     # Through the command contract too, as exit 0.
     assert outcome_from_command(0, text.encode(), b"") == outcome
 

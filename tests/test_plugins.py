@@ -10,6 +10,7 @@ from typing import Any, Callable
 import attrs
 import pytest
 
+from conftest import read_log
 from hookbus import HookBus, HookCall, Outcome, ParseContext, PluginError, RunnerRegistration, hookimpl
 from hookbus.converter import structure
 
@@ -254,17 +255,23 @@ def test_blocking_the_default_recorder_by_name(
     assert not (home / "hooks" / "c" / "state.json").exists()
 
 
-def test_a_recorder_setting_naming_nothing_installed_is_a_problem(
+def test_a_recorder_setting_naming_nothing_installed_falls_back_loudly(
     home: Path, write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A typo ("sqllite") must never stop recording: the built-in recorder records, and
+    the problem says so."""
     monkeypatch.setenv("HOOKBUS_LOAD_PLUGINS", "")  # only the built-in recorder is installed
     (home / "settings.json").write_text(json.dumps({"recorder": "nosuch"}))
+    write_hook("c", event="Stop", mode="sync", command="true")
     bus = make_bus()
     assert [str(p) for p in bus.problems] == [
         "settings.json: recorder 'nosuch' is not installed or is blocked (installed "
-        "recorders: recorder) @ $.recorder"
+        "recorders: recorder); recording with 'recorder' instead @ $.recorder"
     ]
-    assert bus.active_recorders == ()
+    assert bus.active_recorders == ("recorder",)
+    bus.emit("Stop", {})
+    bus.close()
+    assert len(read_log(home)) == 1
 
 
 def test_a_recorder_setting_of_the_wrong_type(home: Path, make_bus: Maker) -> None:
