@@ -2,16 +2,21 @@
 $VIX_HOME, else ~/.vix); ``schema`` and ``demo`` read none.
 
 Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error,
-or (trigger) the hook failed.
+or (trigger) the hook failed; 130 or 143 when SIGINT or SIGTERM interrupted emit or trigger.
+Everything printed for people goes through ``hookbus.terminal.printable``: reasons and
+outputs may come from a model, and a terminal obeys the escape sequences in them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
+
+from hookbus.terminal import printable, printable_json
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
@@ -25,6 +30,25 @@ EMIT_DRAIN_GRACE_SECONDS = 5.0
 
 class UsageError(Exception):
     """Bad input on the command line: printed as one line, exit 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error, and 2 means "denied" to whoever runs
+    ``hookbus emit``: usage errors exit 1, as the help says."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def _json_line(document: Any) -> str:
+    """One JSON object on one line, safe for a terminal: C1 controls and direction
+    characters escaped, as JSON already escapes C0 controls."""
+    return printable_json(json.dumps(document, ensure_ascii=False))
+
+
+def _say(text: str = "") -> None:
+    print(printable(text))
 
 
 def _read_envelope(source: str | None) -> dict[str, Any]:
@@ -44,6 +68,8 @@ def _read_envelope(source: str | None) -> dict[str, Any]:
         return {}
     try:
         envelope = json.loads(text)
+    except RecursionError:
+        raise UsageError("the envelope is nested too deeply to read") from None
     except ValueError as exc:
         raise UsageError(f"the envelope is not valid JSON: {exc}") from None
     if not isinstance(envelope, dict):
@@ -60,6 +86,38 @@ def _open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
     return HookBus(args.home)
 
 
+class _Interrupts:
+    """SIGINT and SIGTERM while a verb runs hooks: the hooks' process groups are killed, each
+    fire is recorded as interrupted, and the verb exits 128 + the signal's number, with no
+    traceback. The handler only starts a thread: the bus takes locks that the interrupted
+    (main) thread may be holding."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    @contextlib.contextmanager
+    def watching(self, bus: HookBus) -> Iterator[None]:
+        import signal
+        import threading
+
+        def on_signal(signum: int, frame: object) -> None:
+            if self.signum is not None:
+                return  # already stopping
+            self.signum = signum
+            reason = f"interrupted by {signal.Signals(signum).name}"
+            threading.Thread(target=bus.interrupt, args=(reason,), name="hookbus-interrupt", daemon=True).start()
+
+        previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def exit_code(self, code: int) -> int:
+        return 128 + self.signum if self.signum is not None else code
+
+
 def cmd_emit(args: argparse.Namespace) -> int:
     from hookbus.events import EVENTS
 
@@ -70,13 +128,15 @@ def cmd_emit(args: argparse.Namespace) -> int:
     drain = max(
         (hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0
     )
-    try:
-        decision = bus.emit(args.event, envelope)
-        print(json.dumps(decision.as_dict(), ensure_ascii=False))
-        sys.stdout.flush()
-    finally:
-        bus.close(timeout=drain + EMIT_DRAIN_GRACE_SECONDS)
-    return 2 if decision.behavior == "deny" else 0
+    interrupts = _Interrupts()
+    with interrupts.watching(bus):
+        try:
+            decision = bus.emit(args.event, envelope)
+            print(_json_line(decision.as_dict()))
+            sys.stdout.flush()
+        finally:
+            bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
+    return interrupts.exit_code(2 if decision.behavior == "deny" else 0)
 
 
 def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
@@ -95,7 +155,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             last = _last_run(bus, hook.id)
             last_text = f"{last.status} {last.at}" if last else "never"
             if last and last.error:
-                last_text += f" ({last.error[:60]})"
+                last_text += f" ({' '.join(last.error.split())[:60]})"
             state = "enabled" if spec.enabled else "disabled"
             if hook.id in stale:
                 state += " (last good version)"
@@ -106,18 +166,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         if len(rows) > 1:
             _print_table(rows)
         else:
-            print(f"no hooks in {bus.home.hooks_dir}")
+            _say(f"no hooks in {bus.home.hooks_dir}")
         reason = snapshot.settings.disabled_reason
         if reason:
-            print(f"\nall hooks are off: {reason}")
+            print()
+            _say(f"all hooks are off: {reason}")
         if snapshot.problems:
-            print("\nproblems (skipped files, or a broken file whose last good version runs):")
+            print()
+            _say("problems (skipped files, or a broken file whose last good version runs):")
             for problem in snapshot.problems:
-                print(f"  {problem}")
+                _say(f"  {problem}")
     return 0
 
 
 def _print_table(rows: Sequence[Sequence[str]]) -> None:
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths)]
@@ -137,12 +200,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for hook_id in sorted(wanted):
             known = hook_id in snapshot.hooks or any(p.hook_id == hook_id for p in problems)
             if not known:
-                print(f"hooks/{hook_id}: no hook.json or hook.yaml")
+                _say(f"hooks/{hook_id}: no hook.json or hook.yaml")
                 failed = True
         for problem in problems:
-            print(problem)
+            _say(str(problem))
         for warning in snapshot.warnings:
-            print(f"warning: {warning}")
+            _say(f"warning: {warning}")
         broken = {problem.hook_id for problem in problems}
         valid = [
             hook_id
@@ -150,16 +213,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if (not wanted or hook_id in wanted) and hook_id not in broken
         ]
         for hook_id in valid:
-            print(f"ok  hooks/{hook_id}")
+            _say(f"ok  hooks/{hook_id}")
     return 1 if failed else 0
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
     envelope = _read_envelope(args.input)
-    with _open_bus(args) as bus:
-        record = bus.trigger(args.id, envelope)
-    print(json.dumps(record.log_entry(), ensure_ascii=False))
-    return 0 if record.status == "done" else 1
+    interrupts = _Interrupts()
+    bus = _open_bus(args)
+    with interrupts.watching(bus):
+        try:
+            record = bus.trigger(args.id, envelope)
+        finally:
+            bus.close(timeout=0.0 if interrupts.signum else None)
+    print(_json_line(record.log_entry()))
+    return interrupts.exit_code(0 if record.status == "done" else 1)
 
 
 def format_record(record: RunRecord) -> str:
@@ -174,7 +242,7 @@ def format_record(record: RunRecord) -> str:
         detail = f"{detail} [{record.note}]" if detail else f"[{record.note}]"
     mode = "manual" if record.manual else record.mode
     detail = " ".join(detail.split())
-    return (
+    return printable(
         f"{record.at}  {record.event:<17} {record.hook_id:<20} {mode:<6} "
         f"{record.status:<8} {format_duration(record.duration):>8}  {detail[:120]}"
     ).rstrip()
@@ -182,7 +250,7 @@ def format_record(record: RunRecord) -> str:
 
 def cmd_log(args: argparse.Namespace) -> int:
     def show(record: RunRecord) -> None:
-        line = json.dumps(record.log_entry(), ensure_ascii=False) if args.json else format_record(record)
+        line = _json_line(record.log_entry()) if args.json else format_record(record)
         print(line, flush=True)
 
     with _open_bus(args, quiet=True) as bus:
@@ -286,7 +354,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 (info.name, info.distribution or "(in process)", info.version or "-", status, provides)
             )
         _print_table(rows)
-        print(f"\nrecording with: {', '.join(bus.active_recorders) or 'nothing'}")
+        print()
+        _say(f"recording with: {', '.join(bus.active_recorders) or 'nothing'}")
     return 0
 
 
@@ -308,7 +377,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from hookbus.bus import HookBus
 
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", "%H:%M:%S"))
+    handler.setFormatter(_PrintableFormatter("%(asctime)s.%(msecs)03d %(message)s", "%H:%M:%S"))
     log = logging.getLogger("hookbus")
     log.handlers[:] = [handler]
     log.setLevel(logging.INFO)
@@ -324,8 +393,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         snapshot = bus.snapshot
         print(
-            f"watching {bus.home.root} ({len(snapshot.hooks)} hooks loaded, "
-            f"{len(snapshot.problems)} problems); Ctrl-C to stop",
+            printable(
+                f"watching {bus.home.root} ({len(snapshot.hooks)} hooks loaded, "
+                f"{len(snapshot.problems)} problems); Ctrl-C to stop"
+            ),
             flush=True,
         )
         while not stop.wait(0.5):
@@ -339,6 +410,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from hookbus.demo import run_demo
 
     return run_demo(keep=args.keep)
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Log lines for a terminal: the message's escape sequences shown, not obeyed."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record), keep="\n")
 
 
 _INPUT_HELP = "the JSON envelope (default: stdin if piped)"
@@ -417,13 +495,13 @@ _HOMELESS_VERBS = ("schema", "demo")
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that verb's (argparse is slow to build all of them)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--home",
         default=argparse.SUPPRESS,
         help="the home directory (default: $VIX_HOME, else ~/.vix)",
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hookbus",
         description="Lifecycle hooks for an agent daemon: hooks on disk, one decision, every fire recorded.",
         parents=[common],
@@ -451,12 +529,23 @@ def _verb_of(arguments: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before hooks ran (loading, say), or in a verb that runs none: nothing to
+        # record or kill, and no traceback to show.
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_verb_of(arguments))
     args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
-    logging.basicConfig(level=logging.WARNING, format="hookbus: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("hookbus: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     from hookbus.errors import HookBusError
 
     try:
@@ -464,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert isinstance(result, int)
         return result
     except (UsageError, HookBusError) as exc:
-        print(f"hookbus {args.verb}: {exc}", file=sys.stderr)
+        print(printable(f"hookbus {args.verb}: {exc}"), file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

@@ -302,6 +302,23 @@ def _decode_yaml(text: str) -> Any:
     import yaml  # only paid for by homes that use YAML
 
     class StrictLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            # An alias repeats a node without repeating its text: nine levels of them in a
+            # few hundred bytes expand to a billion nodes (the "billion laughs"). A hook
+            # has no use for them, so neither an alias nor an anchor is taken.
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                kind = "an alias" if isinstance(event, yaml.AliasEvent) else "an anchor"
+                sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
+                line = event.start_mark.line + 1
+                raise SpecError(
+                    f"YAML {kind} ({sign}{anchor}) at line {line}: anchors and aliases are not "
+                    "allowed in hookbus files, write the value out in full",
+                    None,
+                )
+            return super().compose_node(parent, index)
+
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: set[object] = set()
             for key_node, _ in node.value:

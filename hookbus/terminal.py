@@ -22,10 +22,13 @@ def _escape(found: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(text: str) -> str:
-    """``text`` with every control and direction character shown as an escape (``\\x1b``)."""
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with every control and direction character shown as an escape (``\\x1b``),
+    except those in ``keep`` (``"\\n"`` for a message that may span lines)."""
     if UNPRINTABLE.search(text) is None:
         return text
+    if keep:
+        return UNPRINTABLE.sub(lambda found: found.group() if found.group() in keep else _escape(found), text)
     return UNPRINTABLE.sub(_escape, text)
 
 
