@@ -6,9 +6,24 @@ itself never calls it. The guarantees:
 - the child runs in its own process group, so a timeout kills everything it started
   (SIGTERM, a short grace, then SIGKILL) and the child is always reaped;
 - stdout and stderr are read with a cap, concurrently with writing stdin;
-- the run ends when the child exits: a grandchild that keeps the pipes open does not hold
-  it, and whatever is left in the child's process group is killed then;
+- the run ends when the child exits: whatever is left in its process group is killed then.
+  A process that still holds the pipes (one that left the group with setsid, say) holds
+  the run for at most ESCAPE_GRACE_SECONDS more: then our ends of the pipes are closed (its
+  next write there gets EPIPE or SIGPIPE) and the run returns;
+- only what is provably the hook's own is ever signalled: the child's process group, and
+  the child itself, and only while the child is our child and not yet reaped (checked under
+  the lock that reaping takes). The group's id is the child's pid, and neither can name any
+  other process until the child is reaped. A process that left the group is not provably
+  the hook's, so it is left alone: nothing is ever looked up by the pipe it holds, since
+  between fork and exec a process forked by another thread (a sibling hook's, the
+  embedder's own) holds a copy of every descriptor we have, our pipes included;
+- a deadline is any float: centuries away, or infinity for none (NaN counts as passed);
+- every wait is poll(2), so descriptors numbered past select's 1024 work;
 - everything is polled on the calling thread: no helper threads.
+
+The proof that a group is still the hook's rests on the child staying unreaped until this
+module reaps it: an embedder must not reap children it did not start (``waitpid(-1)``,
+SIGCHLD set to SIG_IGN).
 """
 
 from __future__ import annotations
@@ -31,11 +46,13 @@ from hookbus.runners import CancelToken
 
 #: Per stream; past it the process group is killed and the run fails.
 MAX_OUTPUT_BYTES = 1024 * 1024
+#: poll(2) takes an int of milliseconds: 24.8 days at most.
 _MAX_POLL_MS = 2**31 - 1
 
 #: Between SIGTERM and SIGKILL on a timeout.
 KILL_GRACE_SECONDS = 0.25
-#: How long killed group members get to let go of the pipes before escaped holders are sought.
+#: How long, after the hook's group was killed, its dying members get to let go of the pipes
+#: (what they write meanwhile is kept) before the run stops reading and closes its ends.
 ESCAPE_GRACE_SECONDS = 0.1
 _READ_CHUNK = 65536
 
@@ -152,7 +169,10 @@ def _describe_spawn_error(exc: OSError, argv: Sequence[str], cwd: Path) -> str:
 
 
 def signal_group(pgid: int, signum: int) -> None:
-    """Signal a whole process group; a group that is already gone is not an error."""
+    """Signal a whole process group; a group that is already gone is not an error.
+
+    Only for a group led by your own child that you have not reaped yet: after the reap its
+    id may be reused, and name a stranger's group."""
     try:
         os.killpg(pgid, signum)
     except (ProcessLookupError, PermissionError):
@@ -184,16 +204,18 @@ class _Supervision:
         self.overflow: str | None = None
         self.poller = select.poll()
         self.pidfd = _open_pidfd(self.pid)
-        # Guards the group id: once the child is reaped, a late cancel must not signal it.
+        # Held to signal and to reap: a signal sent under it, with the child found unreaped,
+        # cannot reach a process that merely inherited the child's pid or group id.
         self.reap_lock = threading.Lock()
         self.reaped = False
         self.killed_by_cancel = False
 
     def _kill_on_cancel(self) -> None:
         with self.reap_lock:
-            if not self.reaped:
+            # A child that already exited ran to its end: its result stands, and only the
+            # leftovers of its group are killed (as they would be anyway).
+            if self._signal_locked(signal.SIGKILL) == "running":
                 self.killed_by_cancel = True
-                signal_group(self.pid, signal.SIGKILL)
 
     def run(self) -> ProcessResult:
         # Registered before anything can block, so close() can always reach this group.
@@ -210,21 +232,22 @@ class _Supervision:
                 self.poller.register(self.pidfd, select.POLLIN)
             timed_out = not self._pump()
             if timed_out or self.overflow:
-                self._kill_group(graceful=timed_out)
+                self._kill(graceful=timed_out)
             else:
                 self._drain()
                 # Leftovers of the group die with the hook; the child, unreaped, keeps the
                 # group id from being reused until this signal is sent.
-                signal_group(self.pid, signal.SIGKILL)
+                self._signal(signal.SIGKILL)
             if self.readers:
-                self._kill_escaped_holders()
+                self._let_go_of_the_pipes()
         finally:
             if forget_cancel is not None:
                 forget_cancel()
             with self.reap_lock:
+                # Normally a no-op (the group is already killed); after an unexpected error
+                # above it is what stops the hook, before the reap makes its ids reusable.
+                self._signal_locked(signal.SIGKILL)
                 self.reaped = True
-                if not _has_exited(self.pid):  # only on an unexpected error above
-                    signal_group(self.pid, signal.SIGKILL)
                 self.proc.wait()
             self._close()
         return ProcessResult(
@@ -236,6 +259,37 @@ class _Supervision:
             overflow=self.overflow,
             output_cap=self.output_cap,
         )
+
+    def _child_state(self) -> str:
+        """The child is "running", "exited" (a zombie, its pid and group id still reserved)
+        or "gone" (reaped: here, or against the rules by someone else). Never reaps."""
+        if self.reaped:
+            return "gone"
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return "gone"
+        return "running" if info is None else "exited"
+
+    def _signal(self, signum: int) -> None:
+        with self.reap_lock:
+            self._signal_locked(signum)
+
+    def _signal_locked(self, signum: int) -> str:
+        """Signal the hook's process group, and the child itself when it moved out of that
+        group (setpgid), which killpg would miss. Only while the child is unreaped: once it
+        is gone its pid and group id may name a stranger. Returns the child's state then.
+        The caller holds reap_lock, so the child cannot be reaped meanwhile."""
+        state = self._child_state()
+        if state == "gone":
+            return state
+        signal_group(self.pid, signum)
+        if state == "running" and (signum == signal.SIGKILL or _group_of(self.pid) != self.pid):
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+        return state
 
     def _start_writing(self) -> None:
         assert self.stdin_fd is not None
@@ -279,11 +333,9 @@ class _Supervision:
             if self.pidfd is None and _has_exited(self.pid):
                 return True
             remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
+            if not remaining > 0:  # a NaN deadline has passed too
                 return False
-            # poll(2) takes an int of milliseconds (24.8 days at most): a longer timeout
-            # just goes round this loop again.
-            wait_ms = min(math.ceil(remaining * 1000), 10 if self.pidfd is None else _MAX_POLL_MS)
+            wait_ms = _poll_ms(remaining, 10 if self.pidfd is None else _MAX_POLL_MS)
             for fd, _ in self.poller.poll(wait_ms):
                 if fd == self.pidfd:
                     return True
@@ -293,11 +345,11 @@ class _Supervision:
                     self._read(fd)
 
     def _read(self, fd: int) -> bool:
-        """Read what is there; False at end of stream."""
+        """Read one chunk if there is one; True if one was read (there may be more)."""
         try:
             chunk = os.read(fd, _READ_CHUNK)
         except BlockingIOError:
-            return True
+            return False
         except OSError:
             chunk = b""
         name = self.readers[fd]
@@ -315,50 +367,47 @@ class _Supervision:
     def _drain(self) -> None:
         """After the child exited: take what it left in the pipes, without waiting for more."""
         for fd in list(self.readers):
-            if self.overflow:
-                break
-            self._read_while_ready(fd)
+            self._read_until_empty(fd)
 
-    def _read_while_ready(self, fd: int) -> None:
-        """Read ``fd`` for as long as data is there now; never wait for more."""
-        while self._read(fd):
-            try:
-                if not select.select([fd], [], [], 0)[0]:
-                    break
-            except (OSError, ValueError):  # closed meanwhile
-                break
+    def _read_until_empty(self, fd: int) -> None:
+        """Read ``fd`` for as long as data is there now; never wait for more (it does not
+        block). A writer that keeps up is cut off by the output cap."""
+        while fd in self.readers and not self.overflow and self._read(fd):
+            pass
 
-    def _kill_escaped_holders(self) -> None:
-        """Our pipes are still open with the whole group killed: a process that left the group
-        (setsid) kept them. Find it by the pipe it holds and kill it, so nothing a hook
-        started outlives it unless it detached properly (setsid, output redirected)."""
+    def _let_go_of_the_pipes(self) -> None:
+        """Our pipes are still open with the hook's group killed. Its dying members get
+        ESCAPE_GRACE_SECONDS to let go (what they write meanwhile is kept); then reading
+        stops, and ``_close`` closes our ends. Whoever still holds the pipes is not provably
+        the hook's (it left the group, or it is another thread's fresh fork that has not
+        exec'd yet), so it is never signalled: its next write gets EPIPE or SIGPIPE."""
         deadline = time.monotonic() + ESCAPE_GRACE_SECONDS
-        while self.readers and time.monotonic() < deadline:
-            # Killed group members take a moment to let go of the pipe.
-            ready = select.select(list(self.readers), [], [], max(0.0, deadline - time.monotonic()))[0]
-            for fd in ready:
-                self._read_while_ready(fd)
-        if not self.readers:
-            return
-        inodes = {os.fstat(fd).st_ino for fd in self.readers}
-        for pid in pipe_holders(inodes):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        waiter = select.poll()
+        for fd in self.readers:
+            waiter.register(fd, select.POLLIN)
+        while self.readers and not self.overflow:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            for fd, _ in waiter.poll(_poll_ms(remaining, _MAX_POLL_MS)):
+                self._read_until_empty(fd)
+                if fd not in self.readers:
+                    waiter.unregister(fd)
 
-    def _kill_group(self, graceful: bool) -> None:
+    def _kill(self, graceful: bool) -> None:
         if graceful:
-            signal_group(self.pid, signal.SIGTERM)
+            self._signal(signal.SIGTERM)
             self._wait_exit(KILL_GRACE_SECONDS)
-        signal_group(self.pid, signal.SIGKILL)
+        self._signal(signal.SIGKILL)
 
     def _wait_exit(self, seconds: float) -> None:
         """Wait up to ``seconds`` for the child to exit, without reaping it."""
-        end = time.monotonic() + seconds
         if self.pidfd is not None:
-            select.select([self.pidfd], [], [], seconds)
+            waiter = select.poll()
+            waiter.register(self.pidfd, select.POLLIN)
+            waiter.poll(_poll_ms(seconds, _MAX_POLL_MS))
             return
+        end = time.monotonic() + seconds
         while time.monotonic() < end and not _has_exited(self.pid):
             time.sleep(0.005)
 
@@ -372,31 +421,19 @@ class _Supervision:
             self.pidfd = None
 
 
-def pipe_holders(inodes: set[int]) -> list[int]:
-    """Pids of other processes that hold a pipe with one of these inodes (Linux /proc)."""
-    targets = {f"pipe:[{inode}]" for inode in inodes}
-    me = os.getpid()
-    holders = []
+def _poll_ms(seconds: float, cap: int) -> int:
+    """``seconds`` as poll(2)'s int of milliseconds, rounded up, at most ``cap``: a longer
+    wait (a deadline centuries away, or infinity) just goes round its loop again."""
+    if seconds >= cap / 1000:
+        return cap
+    return max(0, math.ceil(seconds * 1000))
+
+
+def _group_of(pid: int) -> int:
     try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return []
-    for pid in pids:
-        if pid == me:
-            continue
-        directory = f"/proc/{pid}/fd"
-        try:
-            descriptors = os.listdir(directory)
-        except OSError:
-            continue
-        for descriptor in descriptors:
-            try:
-                if os.readlink(f"{directory}/{descriptor}") in targets:
-                    holders.append(pid)
-                    break
-            except OSError:
-                continue
-    return holders
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return pid
 
 
 def _open_pidfd(pid: int) -> int | None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from conftest import HookWriter, live_processes_in_group, read_log, read_state
+from conftest import HookWriter, is_alive, live_processes_in_group, read_log, read_state
 from hookbus import HookBus
 from hookbus.bus import encode_envelope
 from hookbus.decision import Decision
@@ -166,6 +166,117 @@ def test_grandchild_holding_stderr_does_not_hold_the_run(tmp_path: Path) -> None
     assert result == ProcessResult(0, b"ok\n", b"err\n")
     assert elapsed < 10.0
     assert wait_group_gone(read_pid(pidfile)) == []
+
+
+def wait_for_pid_file(path: Path, within: float = 10.0) -> int:
+    end = time.monotonic() + within
+    while not path.exists() or not path.read_text().endswith("\n"):
+        assert time.monotonic() < end, f"{path} was never written"
+        time.sleep(0.01)
+    return read_pid(path)
+
+
+def escape(pidfile: Path, then: str) -> str:
+    """Start a process in a new session (setsid) that keeps stdout and stderr, wait until it
+    is out of the hook's group (it writes its pid after setsid), then run ``then`` there."""
+    return (
+        f"setsid bash -c 'echo $$ > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; {then}' & "
+        f"until [ -s {pidfile} ]; do sleep 0.01; done"
+    )
+
+
+@pytest.mark.timeout(30)
+def test_an_escaped_holder_is_left_alone_and_does_not_hold_the_run(tmp_path: Path) -> None:
+    """A process that left the group keeps the pipes: the run returns once the child exits
+    (plus ESCAPE_GRACE_SECONDS), never signals it, and closes its ends of the pipes, so the
+    escapee's next write fails with EPIPE (it ignores SIGPIPE here, to tell)."""
+    pidfile, status, release = tmp_path / "escapee", tmp_path / "status", tmp_path / "release"
+    then = (
+        f"trap \"\" PIPE; until [ -e {release} ]; do sleep 0.01; done; "
+        f"echo late; echo $? > {status}.tmp; echo late >&2; echo $? >> {status}.tmp; "
+        f"mv {status}.tmp {status}; exec sleep 30"
+    )
+    try:
+        result, elapsed = bash(f"{escape(pidfile, then)}; echo ok", tmp_path, timeout=15.0)
+        assert result == ProcessResult(0, b"ok\n", b"")
+        assert elapsed < 10.0, "the escapee held the run"
+        escapee = read_pid(pidfile)
+        assert is_alive(escapee), "a process outside the hook's group was signalled"
+        release.touch()
+        end = time.monotonic() + 10
+        while not status.exists():
+            assert time.monotonic() < end, "the escapee never wrote"
+            time.sleep(0.01)
+        assert status.read_text().split() == ["1", "1"], "its writes should fail: our ends are closed"
+        assert is_alive(escapee)
+    finally:
+        release.touch()
+        if pidfile.exists():
+            os.kill(read_pid(pidfile), signal.SIGKILL)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("ending", ["timeout", "cancel"])
+def test_a_child_that_leaves_its_group_is_still_stopped(tmp_path: Path, ending: str) -> None:
+    """The child moves itself into our own process group (setpgid), out of reach of a
+    killpg of its group. It is our unreaped child, so it is signalled by its pid as well: the
+    deadline holds and a cancel works. (Our group survives: only the child is signalled.)"""
+    moved = tmp_path / "moved"
+    program = (
+        "import os, sys, time; "
+        f"os.setpgid(0, {os.getpgid(0)}); open({str(moved)!r}, 'w').write('x'); time.sleep(30)"
+    )
+    token = CancelToken()
+    timer = threading.Timer(0.3, token.cancel, args=("stop",))
+    if ending == "cancel":
+        timer.start()
+    try:
+        result, elapsed = bash(
+            f"exec {sys.executable} -c {program!r}", tmp_path, timeout=1.0 if ending == "timeout" else 20.0, cancel=token
+        )
+    finally:
+        timer.cancel()
+        if timer.is_alive():
+            timer.join(5)
+    assert moved.exists(), "the child did not get to leave its group"
+    if ending == "timeout":  # SIGTERM reaches it too, by its pid: it dies of that
+        assert result.timed_out
+        assert result.returncode == -signal.SIGTERM
+    else:
+        assert result.cancelled
+        assert result.returncode == -signal.SIGKILL
+    assert elapsed < 1.0 + SLACK + 1.0, "the child outside its group held the run"
+
+
+@pytest.mark.timeout(60)
+def test_descriptors_numbered_past_1024_work(tmp_path: Path) -> None:
+    """An embedder with over a thousand descriptors open: our pipes get numbers select(2)
+    cannot take. Output left in the pipe at exit is still drained whole, and a grandchild
+    holding the pipe still ends the run at the grace, without an error."""
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert min(fillers) < 1024 < max(fillers)
+        for _ in range(5):
+            result = run_process(
+                [sys.executable, "-c", FILL_BIG_PIPE], input=b"", cwd=tmp_path, env=env(),
+                deadline=time.monotonic() + 20,
+            )
+            assert (result.returncode, len(result.stdout), result.stderr) == (0, 900_000, b"END")
+        pidfile = tmp_path / "pid"
+        result, elapsed = bash(f"echo $$ > {pidfile}; (sleep 20 &); echo ok", tmp_path, timeout=15.0)
+        assert result == ProcessResult(0, b"ok\n", b"")
+        assert elapsed < 10.0
+        assert wait_group_gone(read_pid(pidfile)) == []
+    finally:
+        for fd in fillers:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("deadline", [float("nan"), float("-inf")])
+def test_a_deadline_that_is_no_time_counts_as_passed(tmp_path: Path, deadline: float) -> None:
+    result = run_bash("sleep 30", input=b"", cwd=tmp_path, env=env(), deadline=deadline)
+    assert result.timed_out
+    assert result.returncode is not None and result.returncode < 0
 
 
 #: A child that grows its stdout pipe to 1 MiB, fills most of it in one write and exits at

@@ -626,3 +626,50 @@ def test_moving_the_config_from_json_to_yaml_and_deleting_it(
     assert problem.kept_last_good
     assert "(which does not exist)" in problem.message
     assert context_of(bus) == "from yaml"
+
+
+# -- HOOKBUS_PREVIOUS_OUTPUT: cut by bytes so that the next step can always start ---------
+
+
+@pytest.mark.parametrize("character", ["a", "ж", "€", "😀"])
+@pytest.mark.parametrize("limit", [0, 1, 2, 3, 4, 5, 7, 100, 101, 102, 103])
+def test_cut_utf8_keeps_whole_characters_within_the_limit(character: str, limit: int) -> None:
+    from hookbus_workflow import cut_utf8
+
+    text = "x" * 97 + character * 20
+    cut = cut_utf8(text, limit)
+    encoded = cut.encode("utf-8")  # strict: no half character, no surrogate
+    assert text.startswith(cut)
+    assert len(encoded) <= limit
+    assert len(encoded) > limit - len(character.encode()), "cut more than one character short"
+
+
+def test_cut_utf8_counts_what_the_environment_will_hold() -> None:
+    """A lone surrogate becomes U+FFFD (3 bytes) in the environment, and counts 3; text
+    within the limit is returned as it is, without copying."""
+    from hookbus_workflow import cut_utf8
+
+    assert cut_utf8("\ud800" * 4, 9) == "\ud800" * 3
+    assert cut_utf8("ab\udce9", 4) == "ab"
+    text = "ж" * 10
+    assert cut_utf8(text, 20) is text
+    assert cut_utf8("abc", -5) == ""
+
+
+@pytest.mark.timeout(30)
+def test_a_wide_previous_output_is_cut_by_bytes_and_the_next_step_runs(
+    tmp_path: Path, home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    """70,000 × "ж" is 140,000 bytes, over the kernel's 128 KiB for one environment string:
+    the next step gets the first MAX_PREVIOUS_OUTPUT_BYTES of it (50,000 characters), and runs."""
+    from hookbus_workflow import MAX_PREVIOUS_OUTPUT_BYTES
+
+    seen = tmp_path / "seen"
+    write_hook("h", mode="sync", blocking=True, timeout="30s", workflow={"steps": [
+        {"bash": "printf '%*s' 70000 '' | sed 's/ /ж/g'"},
+        {"bash": f'printf "%s" "$HOOKBUS_PREVIOUS_OUTPUT" > {seen}; echo "BLOCK: second step ran"'},
+    ]})
+    bus = make_bus()
+    decision = bus.emit("PreToolUse", {"tool_name": "bash"})
+    assert decision.reason == "hook 'h' denied: second step ran"
+    assert seen.read_text(encoding="utf-8") == "ж" * (MAX_PREVIOUS_OUTPUT_BYTES // 2)

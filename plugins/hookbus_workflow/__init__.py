@@ -3,17 +3,25 @@
 - ``workflow_id`` names a workflow of ``config/workflow.json`` (or ``.yaml``); ``workflow`` is
   an inline definition with the same schema.
 - Steps run in order. A bash step gets the envelope on stdin and the previous step's output
-  in ``HOOKBUS_PREVIOUS_OUTPUT``; a prompt step gets its text, the previous output and the
-  envelope. The output of the last step is the workflow's final text, decided by
-  ``hookbus.contract.outcome_from_final_text``.
+  in ``HOOKBUS_PREVIOUS_OUTPUT``, cut so that the step can always start (below); a prompt
+  step gets its text, the previous output and the envelope. The output of the last step is
+  the workflow's final text, decided by ``hookbus.contract.outcome_from_final_text``.
 - A step that fails (non-zero exit, timeout, provider error) stops the workflow, which fails
   open with the error recorded. The hook's timeout bounds the whole workflow.
+
+``HOOKBUS_PREVIOUS_OUTPUT`` is cut by UTF-8 bytes, at a character boundary, to the smaller of
+``MAX_PREVIOUS_OUTPUT_BYTES`` and what exec has room for. The kernel refuses to start a
+program (E2BIG) when one environment string (``NAME=value`` and its NUL) is over
+MAX_ARG_STRLEN, 128 KiB with 4 KiB pages and never less; or when all the strings of argv and
+the environment, with a pointer each, are over the limit set by the stack size: a quarter of
+RLIMIT_STACK, at most 6 MiB, at least 128 KiB. A step that cannot start fails, and the
+workflow fails open: a deny its later step would give is lost.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import attrs
 
@@ -29,9 +37,18 @@ from hookbus.settings import Settings
 
 from hookbus_workflow.schema import WORKFLOW_SCHEMA, ConfigCache, Step, Workflow, parse_workflow
 
-#: A previous step's output past this is cut in HOOKBUS_PREVIOUS_OUTPUT (the kernel caps
-#: one environment string at 128 KiB).
-MAX_PREVIOUS_OUTPUT_ENV = 100_000
+PREVIOUS_OUTPUT = "HOOKBUS_PREVIOUS_OUTPUT"
+#: UTF-8 bytes of a previous step's output past this are cut from HOOKBUS_PREVIOUS_OUTPUT:
+#: far enough under the kernel's 131,072 for ``NAME=value`` and its NUL.
+MAX_PREVIOUS_OUTPUT_BYTES = 100_000
+
+#: The kernel's limit on all of exec's strings is a quarter of RLIMIT_STACK, kept between
+#: these two (fs/exec.c: ARG_MAX, and _STK_LIM / 4 * 3).
+_ARG_MAX_FLOOR = 128 * 1024
+_ARG_MAX_CEILING = 6 * 1024 * 1024
+#: Left over for what the step's own commands add when bash runs them (``_``, ``SHLVL``, ``PWD``
+#: and their argv), so that the variable does not use up the room they need.
+_EXEC_HEADROOM = 16 * 1024
 
 configs = ConfigCache()
 
@@ -97,14 +114,16 @@ class WorkflowRunner:
     def _bash(
         self, call: HookCall, step: Step, previous: str | None, deadline: float
     ) -> tuple[str, str | None]:
-        from hookbus.process import run_bash  # loaded on the first bash step
+        from hookbus.process import BASH, run_bash  # loaded on the first bash step
 
-        extra = {"HOOKBUS_PREVIOUS_OUTPUT": (previous or "")[:MAX_PREVIOUS_OUTPUT_ENV]}
+        base = call.environment()
+        room = _exec_room(base, [BASH, "-c", step.text]) - len(PREVIOUS_OUTPUT) - 2 - _EXEC_HEADROOM
+        cut = cut_utf8(previous or "", min(MAX_PREVIOUS_OUTPUT_BYTES, room))
         result = run_bash(
             step.text,
             input=call.payload,
             cwd=call.working_directory(),
-            env=call.environment(extra),
+            env=call.environment({PREVIOUS_OUTPUT: cut}),
             deadline=deadline,
             cancel=call.cancel,
         )
@@ -127,6 +146,44 @@ class WorkflowRunner:
                 message = self._timeout_text(call, step, deadline)
             return "", message, None
         return answer.text, None, answer.thread_id
+
+
+def cut_utf8(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` that is at most ``limit`` bytes of UTF-8, never
+    splitting a character. A lone surrogate counts as the 3 bytes of the U+FFFD it becomes
+    in an environment, a NUL as the byte it would be (it is dropped), so the result never
+    grows past ``limit`` on its way there."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit // 4:  # 4 bytes a character at most: no need to encode
+        return text
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= limit:
+        return text
+    end = limit
+    while end > 0 and encoded[end] & 0xC0 == 0x80:  # a continuation byte: back to the start
+        end -= 1
+    return encoded[:end].decode("utf-8", "surrogatepass")
+
+
+def _exec_room(env: Mapping[str, str], argv: Sequence[str]) -> int:
+    """Bytes exec has left for one more environment string, given ``env`` and ``argv``."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+    limit = _ARG_MAX_CEILING if soft == resource.RLIM_INFINITY else soft // 4
+    limit = max(_ARG_MAX_FLOOR, min(_ARG_MAX_CEILING, limit))
+    used = len(_encoded(argv[0])) + 1  # exec copies the file name too
+    used += sum(len(_encoded(arg)) + 1 for arg in argv)
+    used += sum(len(_encoded(name)) + len(_encoded(value)) + 2 for name, value in env.items())
+    used += 8 * (len(argv) + len(env) + 1)  # a pointer per string, the new one included
+    return limit - used
+
+
+def _encoded(text: str) -> bytes:
+    # surrogatepass: 3 bytes for a surrogate, never fewer than exec will get (os.fsencode
+    # makes one byte of an undecodable \udcXX).
+    return text.encode("utf-8", "surrogatepass")
 
 
 @hookimpl
