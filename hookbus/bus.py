@@ -33,6 +33,7 @@ from hookbus.plugins import (
     each_implementation,
 )
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
+from hookbus.redaction import redact_record
 from hookbus.workers import clamp_wait
 from hookbus.loader import HookLoader, LoadEvent
 from hookbus.registry import Snapshot
@@ -120,6 +121,7 @@ class HookBus:
         async_workers: int = 8,
         shutdown_timeout: float = SHUTDOWN_TIMEOUT_SECONDS,
     ) -> None:
+        _install_log_redaction()
         self.home = Home.resolve(home)
         self.async_workers = async_workers
         self.shutdown_timeout = shutdown_timeout
@@ -699,7 +701,10 @@ class HookBus:
     # -- recording ----------------------------------------------------------------------
 
     def _record(self, record: RunRecord) -> None:
-        """Hand a record to every active recorder; one that raises is reported once and skipped."""
+        """Hand a record to every active recorder; one that raises is reported once and skipped.
+
+        Secrets a runner registered (an API key a server echoed back) are masked first."""
+        record = redact_record(record)
         for key, call in self._record_functions:
             try:
                 call(record)
@@ -786,6 +791,22 @@ class HookBus:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+_log_redaction_installed = False
+
+
+def _install_log_redaction() -> None:
+    """Mask registered secrets in whatever hookbus logs. A filter on a logger sees only what
+    is logged on that very logger, so each of hookbus's gets one."""
+    global _log_redaction_installed
+    if _log_redaction_installed:
+        return
+    from hookbus.redaction import RedactingFilter
+
+    for name in ("hookbus", "hookbus.load"):
+        logging.getLogger(name).addFilter(RedactingFilter())
+    _log_redaction_installed = True
 
 
 def _record_call(implementation: Any, bus: HookBus) -> Callable[[RunRecord], object]:

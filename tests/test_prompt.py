@@ -275,6 +275,25 @@ def test_the_key_never_shows_in_errors(
 
 
 @pytest.mark.timeout(30)
+def test_the_api_key_wins_over_a_password_in_base_url_and_both_stay_secret(
+    home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    password = "hunter2-but-longer"
+    with StubChatServer(lambda request: StubReply(status=401, text="bad credentials")) as server:
+        base_url = server.base_url.replace("http://", f"http://me:{password}@")
+        write_settings(home, server, base_url=base_url)
+        sync_prompt_hook(write_hook)
+        bus = make_bus()
+        bus.emit("PreToolUse", ENVELOPE)
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
+    state, entry = last_run(bus, home, "judge")
+    where = server.base_url.replace("http://", "http://me:[redacted]@")
+    assert state["last_error"].startswith(f"{where}/chat/completions answered HTTP 401: ")
+    assert "bad credentials" in state["last_error"]
+    assert password not in json.dumps([state, entry])
+
+
+@pytest.mark.timeout(30)
 def test_a_missing_key_variable_fails_open_naming_the_variable(
     home: Path,
     write_hook: Writer,
@@ -336,6 +355,11 @@ INVALID_PROVIDERS = [
         "not-a-url",
         {"base_url": "localhost:11434", "model": "m1"},
         "settings.json: base_url must be an http:// or https:// URL, got 'localhost:11434' @ $.prompt_provider.base_url",
+    ),
+    (
+        "bad-port",
+        {"base_url": "http://127.0.0.1:99999/v1", "model": "m1"},
+        "settings.json: invalid port in base_url: Port out of range 0-65535 @ $.prompt_provider.base_url",
     ),
     (
         "model-not-a-string",

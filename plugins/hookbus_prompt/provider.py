@@ -7,8 +7,13 @@ Configured in settings.json::
 
 It POSTs ``{base_url}/chat/completions`` with the model and one user message and reads
 ``choices[0].message.content``. That is OpenAI, Ollama, vLLM, llama.cpp's server and
-LM Studio. Built on the standard library's http.client, so that the hook's deadline holds
-on every read and ``close()`` can cut a request short.
+LM Studio. Built on the standard library's http.client through ``hookbus.exchange``, so
+that the hook's deadline holds over the whole exchange and ``close()`` can cut a request
+short.
+
+The API key and a password in ``base_url`` (sent as HTTP Basic auth when there is no key)
+are registered with ``hookbus.redaction`` before they are sent; nothing this returns or
+raises holds them, even when the server echoes them back.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, Mapping
-from urllib.parse import urlsplit
+from typing import Any, Mapping
+from urllib.parse import unquote, urlsplit
 
 import attrs
 
@@ -25,10 +30,7 @@ from hookbus.converter import structure
 from hookbus.durations import format_duration
 from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.prompts import PromptError, PromptRequest
-
-if TYPE_CHECKING:
-    import socket
-    from http.client import HTTPResponse
+from hookbus.redaction import redact, redact_url, register_secret
 
 SETTING = "prompt_provider"
 #: A reply bigger than this is refused.
@@ -50,8 +52,13 @@ def read_config(raw_settings: Mapping[str, Any]) -> ProviderConfig | None:
     config = structure(raw_settings[SETTING], ProviderConfig, f"$.{SETTING}")
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        message = f"base_url must be an http:// or https:// URL, got {config.base_url!r}"
+        # Never the password: this message is logged and shown by `hookbus validate`.
+        message = f"base_url must be an http:// or https:// URL, got {redact_url(config.base_url)!r}"
         raise SpecErrors([SpecError(message, f"$.{SETTING}.base_url")])
+    try:
+        parts.port
+    except ValueError as exc:
+        raise SpecErrors([SpecError(f"invalid port in base_url: {exc}", f"$.{SETTING}.base_url")]) from None
     return config
 
 
@@ -64,87 +71,84 @@ def config_problems(raw_settings: Mapping[str, Any]) -> list[Problem]:
 
 
 def complete(config: ProviderConfig, request: PromptRequest) -> str:
-    """The model's answer to ``request.prompt``; PromptError on any failure."""
+    """The model's answer to ``request.prompt``; PromptError on any failure.
+
+    The API key and any password in ``base_url`` are registered as secrets before they are
+    sent, and never appear in what this returns or raises: a server may echo them back."""
+    try:
+        return _complete(config, request)
+    except PromptError as exc:
+        message = str(exc)
+        scrubbed = redact(message)
+        if scrubbed is message:
+            raise
+        raise PromptError(scrubbed) from None
+
+
+def _complete(config: ProviderConfig, request: PromptRequest) -> str:
     import http.client  # with ssl, 13 ms of start-up that only a prompt hook should pay
-    import socket
+
+    from hookbus.exchange import Cancelled, http_request
 
     parts = urlsplit(config.base_url.rstrip("/") + "/chat/completions")
-    remaining = request.remaining()
-    if remaining <= 0:
+    where = redact_url(f"{parts.scheme}://{parts.netloc}{parts.path}")
+    if request.remaining() <= 0:
         raise PromptError("timed out before the request was sent")
-    connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = connection_type(parts.hostname or "", parts.port, timeout=remaining)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if config.api_key_env:
         key = os.environ.get(config.api_key_env)
         if not key:
             raise PromptError(f"the API key variable {config.api_key_env} is not set")
+        register_secret(key)
         headers["Authorization"] = f"Bearer {key}"
+    basic = _basic_credentials(parts.username, parts.password)
+    if basic is not None and "Authorization" not in headers:  # the API key wins
+        headers["Authorization"] = f"Basic {basic}"
     body = json.dumps(
         {"model": config.model, "messages": [{"role": "user", "content": request.prompt}]}
     ).encode()
-    where = f"{parts.scheme}://{parts.netloc}{parts.path}"
-
-    # The socket is kept from the connect on: http.client forgets it once a reply that
-    # closes the connection has its headers, yet cancelling and timing out need it still.
-    sockets: list[socket.socket] = []
-
-    def interrupt() -> None:  # close() is shutting down: unblock the read
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    forget = request.cancel.on_cancel(interrupt)
     started = time.monotonic()
-    response: HTTPResponse | None = None
     try:
-        connection.connect()
-        assert connection.sock is not None
-        sockets.append(connection.sock)
-        if request.cancel.cancelled:
-            raise PromptError(request.cancel.reason or "cancelled")
-        connection.request("POST", parts.path + (f"?{parts.query}" if parts.query else ""), body, headers)
-        response = connection.getresponse()
-        data = _read(response, sockets[0], request)
-        status = response.status
-        if request.cancel.cancelled:  # the shutdown ended the read early
-            raise PromptError(request.cancel.reason or "cancelled")
-    except (TimeoutError, socket.timeout):
+        reply = http_request(
+            parts.geturl(), "POST", body, headers, request.deadline, request.cancel, MAX_RESPONSE_BYTES
+        )
+    except Cancelled:
+        raise PromptError(request.cancel.reason or "cancelled") from None
+    except TimeoutError:  # the deadline's cutoff, or a socket timeout: whichever came first
         waited = format_duration(time.monotonic() - started)
         raise PromptError(f"timed out after {waited} waiting for {where}") from None
     except (OSError, http.client.HTTPException) as exc:
-        if request.cancel.cancelled:
-            raise PromptError(request.cancel.reason or "cancelled") from None
-        raise PromptError(f"cannot reach {where}: {exc}") from None
-    finally:
-        forget()
-        if response is not None:
-            response.close()  # it holds a reference to the socket of its own
-        connection.close()
-    if status != 200:
-        snippet = data[:300].decode("utf-8", errors="replace").strip()
-        raise PromptError(f"{where} answered HTTP {status}: {snippet}")
-    return _content(data, where)
+        detail = redact(str(exc) or type(exc).__name__)
+        raise PromptError(f"cannot reach {where}: {detail}") from None
+    if len(reply.body) > MAX_RESPONSE_BYTES:
+        raise PromptError(f"the reply is over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
+    if reply.status != 200:
+        raise PromptError(f"{where} answered HTTP {reply.status}: {_snippet(reply.body, 300)}")
+    return redact(_content(reply.body, where))
 
 
-def _read(response: HTTPResponse, sock: socket.socket, request: PromptRequest) -> bytes:
-    """The body, read under the request's deadline (a slow drip cannot stretch it)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        remaining = request.remaining()
-        if remaining <= 0:
-            raise TimeoutError
-        sock.settimeout(remaining)
-        chunk = response.read1(65536)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
-            raise PromptError(f"the reply is over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
-        chunks.append(chunk)
+def _basic_credentials(username: str | None, password: str | None) -> str | None:
+    """The HTTP Basic token for the userinfo of base_url, registered as a secret (with the
+    password, in both its spellings), or None when the URL has no userinfo.
+
+    http.client is handed the host name alone and sends nothing of the userinfo: it is
+    only sent because this builds the header."""
+    if username is None and password is None:
+        return None
+    import base64
+
+    user, secret = unquote(username or ""), unquote(password or "")
+    register_secret(secret)
+    register_secret(password or "")  # as written in the URL: %-encoded
+    token = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
+    register_secret(token)
+    return token
+
+
+def _snippet(data: bytes, limit: int) -> str:
+    """The start of a reply for an error message, with every secret masked before it is
+    cut: a cut through a key would leave its first characters unmasked."""
+    return redact(data.decode("utf-8", errors="replace"))[:limit].strip()
 
 
 def _content(data: bytes, where: str) -> str:
@@ -152,9 +156,8 @@ def _content(data: bytes, where: str) -> str:
         reply = json.loads(data)
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        snippet = data[:200].decode("utf-8", errors="replace").strip()
         raise PromptError(
-            f"{where} sent a malformed reply (no choices[0].message.content): {snippet}"
+            f"{where} sent a malformed reply (no choices[0].message.content): {_snippet(data, 200)}"
         ) from None
     if content is None:
         return ""

@@ -36,23 +36,25 @@ reply decides, by the core's final-text contract
 Everything else fails open: the hook says allow and records an error that names the URL
 (never its query string) and, for an HTTP error, the status. That covers a non-2xx status,
 a connection error, a timeout and a reply over 1 MiB. The deadline holds however slowly the
-server answers: a timer shuts the socket down at the deadline, and so does the bus's
-``close()`` for a hook still running at shutdown.
+server answers, over the whole exchange (connect, TLS handshake, sending, status line,
+headers, body): a watchdog shuts the socket down at the deadline, and so does the bus's
+``close()`` for a hook still running at shutdown. Only the name lookup is out of its reach.
+
+Header values and query parameters whose names say they are secrets (``Authorization``,
+``X-Api-Key``, ``Cookie``, ``?token=``...) are registered with ``hookbus.redaction``: a
+server that echoes them back cannot put them in a record, a log or an error.
 """
 
 from __future__ import annotations
 
 import re
-import socket
-import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping
-from urllib.parse import urlsplit
+from typing import Any, Mapping
+from urllib.parse import unquote_plus, urlsplit
 
 import attrs
 
 from hookbus import (
-    CancelToken,
     HookCall,
     Outcome,
     ParseContext,
@@ -64,10 +66,9 @@ from hookbus.contract import outcome_from_final_text
 from hookbus.converter import structure
 from hookbus.durations import parse_duration
 from hookbus.errors import SpecErrors
+from hookbus.exchange import Cancelled, http_request
+from hookbus.redaction import redact, redact_url, register_secret
 from hookbus.schema import DURATION, schema_of
-
-if TYPE_CHECKING:
-    import http.client
 
 __all__ = ["MAX_RESPONSE_BYTES", "METHODS", "HttpOptions", "HttpRunner", "hookbus_register_runners"]
 
@@ -94,9 +95,10 @@ class HttpOptions:
 
     @property
     def where(self) -> str:
-        """The URL for messages: no query string (it may carry a token), no fragment."""
+        """The URL for messages: no query string (it may carry a token), no fragment, no
+        password (validation refuses one; this holds even so)."""
         parts = urlsplit(self.url)
-        return f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
+        return redact_url(f"{parts.scheme}://{parts.netloc}{parts.path or '/'}")
 
 
 class HttpRunner:
@@ -141,23 +143,32 @@ class HttpRunner:
             if own_deadline < deadline:
                 deadline, limit = own_deadline, options.timeout
         where = options.where
+        _register_secrets(options)
+        headers = dict(options.headers)
+        if not any(name.lower() == "content-type" for name in headers):
+            headers["Content-Type"] = "application/json"
         try:
-            status, reason, body = _exchange(options, call.payload, deadline, call.cancel)
-        except _Cancelled:
+            reply = http_request(
+                options.url, options.method, call.payload, headers, deadline, call.cancel, MAX_RESPONSE_BYTES
+            )
+        except Cancelled:
             return Outcome.fail_open(call.cancel.reason or "cancelled")
-        except TimeoutError:  # the cutoff timer or a socket timeout, whichever came first
+        except TimeoutError:  # the cutoff or a socket timeout, whichever came first
             return Outcome.fail_open(f"timed out after {limit} waiting for {where}")
         except (OSError, http.client.HTTPException) as exc:
-            detail = str(exc) or type(exc).__name__
+            detail = redact(str(exc) or type(exc).__name__)
             return Outcome.fail_open(f"request to {where} failed: {detail}")
+        status, reason, body = reply.status, reply.reason, reply.body
         if not 200 <= status < 300:
-            snippet = " ".join(body[:300].decode("utf-8", errors="replace").split())
-            message = f"{where} answered HTTP {status} {reason}".rstrip()
+            # Masked before it is cut: a cut through a token would leave its start.
+            text = redact(body.decode("utf-8", errors="replace"))
+            snippet = " ".join(text.split())[:300].rstrip()
+            message = f"{where} answered HTTP {status} {redact(reason)}".rstrip()
             return Outcome.fail_open(f"{message}: {snippet}" if snippet else message)
         if len(body) > MAX_RESPONSE_BYTES:
             limit_mib = MAX_RESPONSE_BYTES // (1024 * 1024)
             return Outcome.fail_open(f"{where} answered with more than {limit_mib} MiB")
-        return outcome_from_final_text(body.decode("utf-8", errors="replace"))
+        return outcome_from_final_text(redact(body.decode("utf-8", errors="replace")))
 
 
 @hookimpl
@@ -211,105 +222,48 @@ def _is_latin1(text: str) -> bool:
     return True
 
 
+# -- secrets ---------------------------------------------------------------------------------
+
+#: A header or query parameter whose name holds one of these carries a secret: its value is
+#: registered with hookbus.redaction, so that a server echoing it back (an error page
+#: quoting the request, say) cannot put it in a record. Other values are not masked:
+#: masking "platform" would mask that word in every record of the process.
+_SECRET_NAME = re.compile(r"auth|token|key|secret|pass|cookie|session|signature|credential", re.I)
+
+
+def _register_secrets(options: HttpOptions) -> None:
+    """Register the secrets this hook sends (hookbus.redaction ignores the ones under 8
+    characters, which are not masked: keep them out of messages some other way)."""
+    for name, value in options.headers.items():
+        if not _SECRET_NAME.search(name):
+            continue
+        register_secret(value)
+        scheme, _, credentials = value.strip().partition(" ")
+        register_secret(credentials.strip())  # "Bearer <token>": the token alone is echoed too
+        if scheme.lower() == "basic":
+            import base64
+            import binascii
+
+            try:
+                decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                continue
+            register_secret(decoded.partition(":")[2])  # the password
+    query = urlsplit(options.url).query
+    for pair in query.split("&") if query else ():
+        raw_name, _, raw_value = pair.partition("=")
+        if _SECRET_NAME.search(unquote_plus(raw_name)):
+            register_secret(unquote_plus(raw_value))
+            register_secret(raw_value)  # as the URL spells it: %-encoded
+
+
 # -- the request -----------------------------------------------------------------------------
 
-
-class _Cancelled(Exception):
-    """The hook was cancelled (the bus is closing) while its request was in flight."""
-
-
-class _Cutoff:
-    """Shuts the request's socket down at the deadline or on cancel.
-
-    A socket timeout bounds each read on its own, so a server that drips a byte now and then
-    could stretch a request without end; shutting the socket down ends every pending and
-    future read at once, whatever phase the request is in.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._disarmed = False
-        self.reason: str | None = None
-
-    def attach(self, sock: socket.socket | None) -> None:
-        """The connected socket. Hold it here: http.client lets go of ``connection.sock``
-        when the reply says the connection closes after it, and then only the response
-        still has the socket."""
-        with self._lock:
-            self._sock = sock
-        self.check()  # it fired while connecting, before there was a socket to shut down
-
-    def fire(self, reason: str) -> None:
-        with self._lock:
-            if self._disarmed or self.reason is not None:
-                return
-            self.reason = reason
-            if self._sock is not None:
-                try:
-                    self._sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def check(self) -> None:
-        """Raise if the cutoff fired: whatever the request saw after it is not the reply."""
-        if self.reason == "cancel":
-            raise _Cancelled
-        if self.reason == "deadline":
-            raise TimeoutError
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._disarmed = True
-            self._sock = None
-
-
-def _exchange(
-    options: HttpOptions, payload: bytes, deadline: float, cancel: CancelToken
-) -> tuple[int, str, bytes]:
-    """Send ``payload`` and return the status, its reason phrase and the body, read up to
-    one byte past ``MAX_RESPONSE_BYTES``. Raises TimeoutError at the deadline, _Cancelled
-    on cancel, OSError or HTTPException when the request fails."""
-    import http.client
-
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError
-    parts = urlsplit(options.url)
-    connection_class = (
-        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    )
-    connection = connection_class(parts.hostname or "", parts.port, timeout=remaining)
-    headers = dict(options.headers)
-    if not any(name.lower() == "content-type" for name in headers):
-        headers["Content-Type"] = "application/json"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-    cutoff = _Cutoff()
-    timer = threading.Timer(remaining, cutoff.fire, ("deadline",))
-    timer.name = "hookbus-http-deadline"
-    timer.daemon = True
-    timer.start()
-    forget = cancel.on_cancel(lambda: cutoff.fire("cancel"))
-    response: http.client.HTTPResponse | None = None
-    try:
-        cutoff.check()  # cancelled already
-        connection.connect()
-        cutoff.attach(connection.sock)
-        connection.request(options.method, target, body=payload, headers=headers)
-        response = connection.getresponse()
-        body = response.read(MAX_RESPONSE_BYTES + 1)
-        cutoff.check()  # an end of file the cutoff caused is not the end of the body
-        if response.length and len(body) <= MAX_RESPONSE_BYTES:  # Content-Length unmet
-            raise http.client.IncompleteRead(body, response.length)
-        return response.status, response.reason, body
-    except (OSError, http.client.HTTPException):
-        cutoff.check()
-        raise
-    finally:
-        cutoff.disarm()
-        timer.cancel()
-        forget()
-        if response is not None:
-            response.close()  # it holds a reference to the socket of its own
-        connection.close()
+#: The longest socket timeout set. CPython hands poll() the timeout as an int of
+#: milliseconds and wraps past 2**31 of them (49.7 days + 1 s becomes 1 s), and a hook
+#: timeout may be up to threading.TIMEOUT_MAX (292 years).
+_MAX_SOCKET_TIMEOUT = 2_000_000.0  # 23 days
+#: The watchdog waits at most this long at a time, whatever its next deadline.
+_MAX_WAIT = 3600.0
+#: The watchdog thread ends after this long without a deadline to watch.
+_IDLE_SECONDS = 0.5

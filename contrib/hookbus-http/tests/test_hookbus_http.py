@@ -8,6 +8,7 @@ plugin itself comes in through its entry point, as it would for a user: these te
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import subprocess
@@ -21,7 +22,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from hookbus import HookBus
+from hookbus import CancelToken, HookBus
+from hookbus.redaction import MARKER, redact
 from hookbus.testing import CaptureRecorder, Fired, TestHome
 from hookbus_http import MAX_RESPONSE_BYTES, HttpOptions
 
@@ -43,6 +45,8 @@ class Reply:
     hang: bool = False
     #: Send the headers at once, then one byte of the body every 200 ms.
     drip: bool = False
+    #: Answer with the request's own head (method line and headers) as the body.
+    echo: bool = False
 
 
 @dataclass
@@ -92,9 +96,12 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self._drip()
                 return
-            self.send_header("Content-Length", str(len(reply.body)))
+            body = reply.body
+            if reply.echo:
+                body = f"you sent:\n{self.requestline}\n{self.headers}".encode()
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            self.wfile.write(body)
 
         do_PUT = do_POST
 
@@ -343,6 +350,74 @@ def test_closing_the_bus_cuts_a_request_in_flight(
     assert time.monotonic() - started < 3.0
     [record] = hookbus_capture.wait_for(1)
     assert (record.status, record.error) == ("error", "cancelled at shutdown")
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+TOKEN = "ghp_0123456789abcdefABCDEF"
+API_KEY = "key-9f8e7d6c5b4a3210"
+QUERY_TOKEN = "qt-5a4b3c2d1e0f"
+
+
+@pytest.mark.parametrize("status", [200, 500], ids=["context", "http-500"])
+def test_secret_headers_and_query_tokens_an_endpoint_echoes_are_masked(
+    hookbus_home: TestHome, hookbus_fire: Fire, endpoint: Endpoint, status: int
+) -> None:
+    endpoint.reply = Reply(status=status, echo=True)
+    headers = {"Authorization": f"Bearer {TOKEN}", "X-Api-Key": API_KEY, "X-Team": "platform"}
+    url = endpoint.url(f"/hook?team=a&access_token={QUERY_TOKEN}")
+    sync_hook(hookbus_home, {"url": url, "headers": headers})
+
+    fired = hookbus_fire("PreToolUse", ENVELOPE)
+
+    [request] = endpoint.requests
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"  # sent as given
+    record = fired.record_of("h")
+    shown = json.dumps([record.error, record.decision, fired.decision.context])
+    for secret in (TOKEN, API_KEY, QUERY_TOKEN):
+        assert secret not in shown
+    assert f"Authorization: {MARKER}" in shown
+    assert "X-Team: platform" in shown  # not a secret by its name: not masked
+
+
+def test_the_password_of_a_basic_authorization_header_is_a_secret(
+    hookbus_home: TestHome, hookbus_fire: Fire, endpoint: Endpoint
+) -> None:
+    password = "correct-horse-battery"
+    token = base64.b64encode(f"me:{password}".encode()).decode()
+    sync_hook(hookbus_home, {"url": endpoint.url(), "headers": {"Authorization": f"Basic {token}"}})
+
+    hookbus_fire("PreToolUse", ENVELOPE)
+
+    assert redact(f"{token} {password}") == f"{MARKER} {MARKER}"
+
+
+# -- the deadline machinery ------------------------------------------------------------------
+
+
+def test_a_deadline_292_years_away_gives_a_socket_timeout_cpython_can_take() -> None:
+    """CPython hands poll() an int of milliseconds and wraps past 2**31 of them."""
+    from hookbus.exchange import Cutoff
+
+    cutoff = Cutoff(time.monotonic() + threading.TIMEOUT_MAX, CancelToken())
+    with cutoff:
+        assert 0 < cutoff.timeout() * 1000 < 2**31
+
+
+@pytest.mark.timeout(10)
+def test_the_deadline_thread_ends_when_idle(
+    hookbus_home: TestHome, hookbus_fire: Fire, endpoint: Endpoint
+) -> None:
+    sync_hook(hookbus_home, {"url": endpoint.url()})
+    hookbus_fire("PreToolUse", ENVELOPE)
+
+    def watchdogs() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == "hookbus-deadline"]
+
+    deadline = time.monotonic() + 5
+    while watchdogs() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert watchdogs() == []
 
 
 # -- validation ------------------------------------------------------------------------------

@@ -1,0 +1,333 @@
+"""hookbus.redaction: the process-wide registry of secrets and the scrubbers built on it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from typing import Any, Iterator
+
+import pytest
+
+from hookbus.records import RunRecord
+from hookbus.redaction import (
+    CYCLE_MARKER,
+    MARKER,
+    MIN_SECRET_LENGTH,
+    RedactingFilter,
+    clear_secrets,
+    has_secrets,
+    redact,
+    redact_record,
+    redact_url,
+    redact_value,
+    register_secret,
+)
+
+KEY = "sk-live-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def empty_registry() -> Iterator[None]:
+    clear_secrets()
+    yield
+    clear_secrets()
+
+
+def record(**fields: Any) -> RunRecord:
+    base: dict[str, Any] = {
+        "at": "2026-01-01T00:00:00.000Z",
+        "hook_id": "judge",
+        "event": "PreToolUse",
+        "mode": "sync",
+        "status": "allow",
+        "duration": 0.1,
+    }
+    return RunRecord(**{**base, **fields})
+
+
+# -- the registry ----------------------------------------------------------------------------
+
+
+def test_a_registered_secret_is_masked_everywhere_in_a_text() -> None:
+    register_secret(KEY)
+    assert redact(f"Authorization: Bearer {KEY}; again {KEY}.") == (
+        f"Authorization: Bearer {MARKER}; again {MARKER}."
+    )
+
+
+def test_nothing_registered_returns_the_same_text() -> None:
+    text = f"Bearer {KEY}"
+    assert not has_secrets()
+    assert redact(text) is text
+
+
+def test_a_text_without_the_secret_is_returned_as_is() -> None:
+    register_secret(KEY)
+    text = "nothing to hide here"
+    assert redact(text) is text
+    assert redact("") == ""
+
+
+@pytest.mark.parametrize("value", ["", "x", "pw", "1234567", "   abc   ", " " * 20])
+def test_short_values_are_not_registered(value: str) -> None:
+    """Masking a 2-character "secret" would mask every occurrence of those letters."""
+    register_secret(value)
+    assert not has_secrets()
+    assert redact("a pw of 1234567 and abc x") == "a pw of 1234567 and abc x"
+
+
+def test_the_minimum_length_is_eight() -> None:
+    assert MIN_SECRET_LENGTH == 8
+    register_secret("12345678")
+    assert redact("id 12345678") == f"id {MARKER}"
+
+
+def test_non_strings_are_ignored() -> None:
+    register_secret(None)  # type: ignore[arg-type]
+    register_secret(123456789)  # type: ignore[arg-type]
+    assert not has_secrets()
+
+
+def test_the_json_escaped_forms_of_a_secret_are_masked_too() -> None:
+    secret = 'pa"ss/wörd\\42'
+    register_secret(secret)
+    echoed = json.dumps({"authorization": f"Basic {secret}"})  # \" \\ \u00f6
+    assert secret not in json.loads(redact(echoed)).get("authorization", "")
+    assert redact(echoed) == json.dumps({"authorization": f"Basic {MARKER}"})
+    php_style = json.dumps(secret)[1:-1].replace("/", "\\/")  # some servers escape slashes
+    assert redact(f"x {php_style} y") == f"x {MARKER} y"
+    assert redact(f"raw {secret}") == f"raw {MARKER}"
+
+
+def test_overlapping_secrets_are_masked_as_one_span() -> None:
+    register_secret("abcdefgh1234")
+    register_secret("gh1234ijklmn")
+    assert redact("<abcdefgh1234ijklmn>") == f"<{MARKER}>"
+
+
+def test_a_secret_inside_a_longer_one_leaves_nothing_of_either() -> None:
+    register_secret("token-0123456789")
+    register_secret("0123456789")
+    assert redact("token-0123456789 and 0123456789") == f"{MARKER} and {MARKER}"
+
+
+def test_adjacent_secrets_are_each_masked() -> None:
+    register_secret("AAAAAAAAAA")
+    register_secret("BBBBBBBBBB")
+    assert redact("AAAAAAAAAABBBBBBBBBB!") == f"{MARKER}{MARKER}!"
+
+
+def test_regex_characters_in_a_secret_are_literal() -> None:
+    register_secret("a.b*c+d?(e)[f]")
+    assert redact("a.b*c+d?(e)[f] axbbbc") == f"{MARKER} axbbbc"
+
+
+def test_registering_is_thread_safe() -> None:
+    errors: list[BaseException] = []
+    secrets = [f"secret-{n:04d}-xyzzy" for n in range(80)]
+
+    def register(chunk: list[str]) -> None:
+        try:
+            for secret in chunk:
+                register_secret(secret)
+                redact(f"check {secret}")
+        except BaseException as exc:  # collected: a thread's exception must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=register, args=(secrets[n::8],)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == []
+    text = " ".join(secrets)
+    assert redact(text) == " ".join([MARKER] * len(secrets))
+
+
+# -- URLs ------------------------------------------------------------------------------------
+
+URLS = [
+    ("http://user:s3cret@host/v1", f"http://user:{MARKER}@host/v1"),
+    ("https://user:s3cret@host:8443/v1?q=1#f", f"https://user:{MARKER}@host:8443/v1?q=1#f"),
+    ("http://user:p%40ss@host/", f"http://user:{MARKER}@host/"),
+    ("http://user:pa@ss@host/x", f"http://user:{MARKER}@host/x"),  # the last @ ends userinfo
+    ("http://:pw@host", f"http://:{MARKER}@host"),
+    ("http://user:pw@[::1]:8080/v1", f"http://user:{MARKER}@[::1]:8080/v1"),
+    ("http://user@host/v1", "http://user@host/v1"),  # no password: nothing to hide
+    ("http://host/v1", "http://host/v1"),
+    ("http://host/a:b@c", "http://host/a:b@c"),  # an @ in the path is not userinfo
+    ("http://host?x=a:b@c", "http://host?x=a:b@c"),
+    ("//user:pw@host/", f"//user:{MARKER}@host/"),
+    ("not a url", "not a url"),
+    ("http://user:pw@[::1", f"http://user:{MARKER}@[::1"),  # malformed: no exception
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize(("url", "shown"), URLS)
+def test_redact_url_hides_the_password_and_keeps_the_rest(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+# -- values ----------------------------------------------------------------------------------
+
+
+def test_redact_value_scrubs_strings_and_keys_at_any_level() -> None:
+    register_secret(KEY)
+    value: dict[str, Any] = {
+        "behavior": "modify",
+        "input": {"command": f"curl -H 'Bearer {KEY}'", KEY: [1, f"x{KEY}", (KEY, 2.5, None)]},
+        "n": 3,
+    }
+    assert redact_value(value) == {
+        "behavior": "modify",
+        "input": {"command": f"curl -H 'Bearer {MARKER}'", MARKER: [1, f"x{MARKER}", (MARKER, 2.5, None)]},
+        "n": 3,
+    }
+    assert KEY in value["input"]  # the input is not changed in place
+
+
+def test_redact_value_returns_the_same_objects_when_nothing_changes() -> None:
+    register_secret(KEY)
+    inner = {"command": "ls"}
+    value = {"behavior": "modify", "input": inner, "list": [1, "a"]}
+    assert redact_value(value) is value
+    changed = {"input": inner, "reason": KEY}
+    result = redact_value(changed)
+    assert result is not changed
+    assert result["input"] is inner  # untouched branches are shared, not copied
+
+
+def test_redact_value_passes_everything_through_when_nothing_is_registered() -> None:
+    value = {"a": [KEY]}
+    assert redact_value(value) is value
+    assert redact_value(KEY) is KEY
+
+
+def test_redact_value_handles_nesting_far_past_the_recursion_limit() -> None:
+    register_secret(KEY)
+    depth = sys.getrecursionlimit() * 20
+    value: Any = KEY
+    for n in range(depth):
+        value = [value] if n % 2 else {"k": value}
+    scrubbed = redact_value(value)
+    for n in reversed(range(depth)):
+        scrubbed = scrubbed[0] if n % 2 else scrubbed["k"]
+    assert scrubbed == MARKER
+
+
+def test_redact_value_cuts_a_cycle() -> None:
+    register_secret(KEY)
+    value: list[Any] = [KEY]
+    value.append(value)
+    assert redact_value(value) == [MARKER, CYCLE_MARKER]
+    shared = [KEY]
+    assert redact_value([shared, shared]) == [[MARKER], [MARKER]]  # shared is no cycle
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+def test_redact_record_is_the_same_object_when_no_secret_is_registered() -> None:
+    original = record(error=f"HTTP 401: Bearer {KEY}", decision={"behavior": "allow"})
+    assert redact_record(original) is original
+
+
+def test_redact_record_is_the_same_object_when_nothing_in_it_is_secret() -> None:
+    register_secret(KEY)
+    original = record(error="HTTP 500", decision={"behavior": "context", "context": "ok"}, note="n")
+    assert redact_record(original) is original
+
+
+def test_redact_record_scrubs_error_decision_note_and_thread_id() -> None:
+    register_secret(KEY)
+    original = record(
+        status="deny",
+        error=f"answered HTTP 400: Bearer {KEY}",
+        decision={"behavior": "deny", "reason": f"echo {KEY}", "context": KEY, "input": {"k": KEY}},
+        note=f"superseded {KEY}",
+        thread_id=f"t-{KEY}",
+    )
+    scrubbed = redact_record(original)
+    assert scrubbed is not original
+    assert scrubbed.error == f"answered HTTP 400: Bearer {MARKER}"
+    assert scrubbed.decision == {
+        "behavior": "deny",
+        "reason": f"echo {MARKER}",
+        "context": MARKER,
+        "input": {"k": MARKER},
+    }
+    assert scrubbed.note == f"superseded {MARKER}"
+    assert scrubbed.thread_id == f"t-{MARKER}"
+    assert (scrubbed.hook_id, scrubbed.status, scrubbed.at) == ("judge", "deny", original.at)
+    assert KEY not in json.dumps(scrubbed.log_entry())
+    assert KEY not in json.dumps(scrubbed.state_run())
+    assert original.error is not None and KEY in original.error  # records are immutable
+
+
+# -- logging ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def redacting_logger(caplog: pytest.LogCaptureFixture) -> Iterator[logging.Logger]:
+    logger = logging.getLogger("hookbus.test-redaction")
+    redacting = RedactingFilter()
+    logger.addFilter(redacting)
+    caplog.set_level(logging.DEBUG, logger=logger.name)
+    yield logger
+    logger.removeFilter(redacting)
+
+
+def test_the_filter_scrubs_the_rendered_message(
+    redacting_logger: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    register_secret(KEY)
+    redacting_logger.warning("provider said %r for %s", f"Bearer {KEY}", "judge")
+    assert KEY not in caplog.text
+    assert f"provider said 'Bearer {MARKER}' for judge" in caplog.text
+
+
+def test_the_filter_leaves_clean_records_alone(
+    redacting_logger: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    register_secret(KEY)
+    redacting_logger.info("hook %s fired", "judge")
+    (logged,) = caplog.records
+    assert (logged.msg, logged.args) == ("hook %s fired", ("judge",))
+
+
+def test_the_filter_scrubs_exception_text(
+    redacting_logger: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    register_secret(KEY)
+    try:
+        raise ValueError(f"the server echoed Bearer {KEY}")
+    except ValueError:
+        redacting_logger.exception("a prompt provider failed on hook %r", "judge")
+    assert "a prompt provider failed on hook 'judge'" in caplog.text
+    assert f"ValueError: the server echoed Bearer {MARKER}" in caplog.text
+    assert KEY not in caplog.text
+    (logged,) = caplog.records
+    assert logged.exc_info is None  # no handler can render the original traceback again
+
+
+def test_the_filter_scrubs_stack_info_and_mismatched_arguments(
+    redacting_logger: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    register_secret(KEY)
+    redacting_logger.info(f"key {KEY}", stack_info=True)
+    redacting_logger.info("two %s %s but one", KEY)
+    assert KEY not in caplog.text
+    for logged in caplog.records:
+        assert KEY not in str(logged.msg)
+        assert KEY not in (logged.stack_info or "")
+
+
+def test_the_filter_costs_nothing_without_secrets(
+    redacting_logger: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    redacting_logger.info("key %s", KEY)
+    (logged,) = caplog.records
+    assert logged.args == (KEY,)  # nothing registered: nothing touched
