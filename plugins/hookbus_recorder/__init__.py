@@ -1,6 +1,7 @@
 """The built-in recorder: ``hooks/<id>/state.json`` and ``logs/hooks/<date>.jsonl``.
 
 Records are written by a background thread (see ``writer``); ``hookbus_shutdown`` drains it.
+``lost_records()`` says how many records the log could not take (each is also reported).
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 FLUSH_TIMEOUT_SECONDS = 30.0
 
 writer = RecordWriter()
+
+
+def lost_records() -> int:
+    """How many records this process could not write to the hook log, every home and bus
+    together: refused (a symlinked or foreign logs path, a FIFO in place of the day's file)
+    or refused by the disk (ENOSPC, a short write). Each failure is also reported on the
+    ``hookbus`` logger, once, with its count, and once when it recovers."""
+    return writer.lost_records
 
 
 @hookimpl

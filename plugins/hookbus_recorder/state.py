@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import itertools
 import json
+import logging
 import os
 import re
 import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -20,22 +24,133 @@ RECENT_RUNS = 10
 _temp_counter = itertools.count()
 
 
+#: A state.json bigger than this is not read (it holds ten runs, about 2 KiB): one that is
+#: bigger was not written by hookbus, and is treated as unreadable, then replaced.
+MAX_STATE_BYTES = 1024 * 1024
+#: How long a writer waits for another to release a hook directory's lock. Any user who can
+#: read the directory can flock it, so the wait is bounded: past it the state update is
+#: dropped (the log has the fire) and reported.
+LOCK_WAIT_SECONDS = 2.0
+#: ... and while some directory is held past that, how long it waits on any other one: an
+#: attacker holding every hook's lock costs the writer thread one long wait, not one each.
+LOCK_WAIT_UNDER_ATTACK_SECONDS = 0.2
+
+logger = logging.getLogger("hookbus")
+
+# O_NONBLOCK: a FIFO put in place of state.json must not block the open (nor the writer
+# thread, close(), or `hookbus list` behind it); fstat then refuses all but a regular file.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class _Unreadable(Exception):
+    """Why a state.json was not read; it is then treated as absent (and replaced, unless
+    it is a directory, which a rename cannot replace)."""
+
+    def __init__(self, why: str, replaceable: bool = True) -> None:
+        super().__init__(why)
+        self.replaceable = replaceable
+
+
 def read_state(hook_dir: Path, dir_fd: int | None = None) -> dict[str, Any]:
     """The current state of a hook; empty when there is none or it is unreadable.
 
     With ``dir_fd`` (the hook directory, open), the file is opened relative to it and
-    ``hook_dir`` is not used.
+    ``hook_dir`` is not used for opening. A state.json that is a link, a FIFO, a device,
+    bigger than MAX_STATE_BYTES or not JSON is treated as absent and reported once (the next
+    write replaces it: rename swaps the directory entry, it never writes through it).
     """
     try:
-        if dir_fd is None:
-            fd = os.open(hook_dir / STATE_NAME, os.O_RDONLY | os.O_CLOEXEC)
-        else:
-            fd = os.open(STATE_NAME, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
-        with open(fd, "rb") as handle:
-            state = json.loads(handle.read())
-    except (OSError, ValueError):
+        try:
+            if dir_fd is None:
+                own = os.open(hook_dir, _DIR_FLAGS)
+                try:
+                    fd = os.open(STATE_NAME, _READ_FLAGS, dir_fd=own)
+                finally:
+                    os.close(own)
+            else:
+                fd = os.open(STATE_NAME, _READ_FLAGS, dir_fd=dir_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}  # no state yet, or no hook directory (a link to one is not followed)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _Unreadable("is a symbolic link, which is never followed") from None
+            raise _Unreadable(f"cannot be read: {exc.strerror or exc}") from None
+        try:
+            data = _read_capped(fd)
+        finally:
+            os.close(fd)
+        try:
+            state = json.loads(data)
+        except ValueError as exc:
+            raise _Unreadable(f"is not JSON ({exc})") from None
+        except RecursionError:
+            raise _Unreadable("is nested too deeply to parse") from None
+    except _Unreadable as exc:
+        _report_unreadable(hook_dir / STATE_NAME, str(exc), exc.replaceable)
         return {}
+    if _reported:
+        _recovered(hook_dir / STATE_NAME)
     return state if isinstance(state, dict) else {}
+
+
+def _read_capped(fd: int) -> bytes:
+    """The whole of a regular file of at most MAX_STATE_BYTES, read from ``fd``."""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Unreadable(f"is a {_kind(info.st_mode)}, not a regular file", not stat.S_ISDIR(info.st_mode))
+        if info.st_size > MAX_STATE_BYTES:
+            raise _Unreadable(f"is {info.st_size} bytes, over the {MAX_STATE_BYTES >> 20} MiB limit of a state.json")
+        # One read of size + 1 returns the whole file short, at its end; more only if it grew.
+        chunks = [os.read(fd, info.st_size + 1)]
+        size = len(chunks[0])
+        while size > info.st_size and size <= MAX_STATE_BYTES:
+            chunk = os.read(fd, MAX_STATE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_STATE_BYTES:
+            raise _Unreadable(f"grew past the {MAX_STATE_BYTES >> 20} MiB limit of a state.json while being read")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _Unreadable(f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISDIR, "directory"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
+
+
+#: state.json paths reported unreadable: once each, until one reads cleanly again.
+_reported: set[str] = set()
+_reported_lock = threading.Lock()
+
+
+def _report_unreadable(path: Path, why: str, replaceable: bool) -> None:
+    with _reported_lock:
+        if str(path) in _reported:
+            return
+        _reported.add(str(path))
+    if replaceable:
+        fix = f"it is treated as empty, and the hook's next state replaces it (to remove it now: rm {path})"
+    else:
+        fix = f"the hook's state cannot be kept until it is removed: rm -r {path}"
+    logger.warning("hookbus recorder: %s %s: %s", path, why, fix)
+
+
+def _recovered(path: Path) -> None:
+    with _reported_lock:
+        _reported.discard(str(path))
 
 
 def write_atomically(
@@ -50,7 +165,9 @@ def write_atomically(
     temp = f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
     data = strict_json(document, indent=2) + b"\n"
     at = str(directory) + os.sep if dir_fd is None else ""
-    fd = os.open(at + temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+    # O_EXCL: a name planted in the way (a link, a FIFO) fails the write, never redirects it.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(at + temp, flags, 0o644, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -75,11 +192,13 @@ class _LockedDirectory:
 
     def __init__(self, directory: Path) -> None:
         self.directory = str(directory)
-        self.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NOFOLLOW: a hook directory swapped for a link since the core checked it is not
+        # followed (the core refuses linked hook directories).
+        self.fd = os.open(directory, _DIR_FLAGS)
 
     def __enter__(self) -> _LockedDirectory:
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            _lock(self.fd, self.directory)
             if self.directory not in _swept:
                 _sweep_temp_files(self.fd)
                 _swept.add(self.directory)
@@ -95,6 +214,48 @@ class _LockedDirectory:
             return isinstance(error, FileNotFoundError) and os.fstat(self.fd).st_nlink == 0
         finally:
             os.close(self.fd)  # closing the descriptor releases the lock
+
+
+class HookDirectoryLocked(Exception):
+    """Another process held a hook directory's lock for longer than LOCK_WAIT_SECONDS."""
+
+
+#: Hook directories whose lock was not free within the wait: tried without waiting until
+#: they are free again, so one held lock costs the writer thread one wait, not one per batch.
+_held: set[str] = set()
+
+
+def _lock(fd: int, directory: str) -> None:
+    """An exclusive flock on ``fd``, waiting at most LOCK_WAIT_SECONDS (never for a lock
+    held forever: whoever can read the directory can take it)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _held:
+            _held.discard(directory)
+        return
+    except BlockingIOError:
+        pass
+    if directory in _held:
+        wait = 0.0
+    else:
+        wait = LOCK_WAIT_UNDER_ATTACK_SECONDS if _held else LOCK_WAIT_SECONDS
+    deadline = time.monotonic() + wait
+    delay = 0.001
+    while time.monotonic() < deadline:
+        time.sleep(delay)  # another writer holds it for a rename: milliseconds, as a rule
+        delay = min(delay * 2, 0.05)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _held.discard(directory)
+            return
+        except BlockingIOError:
+            continue
+    _held.add(directory)
+    raise HookDirectoryLocked(
+        f"{directory} is locked by another process (flock) for over {wait or LOCK_WAIT_SECONDS:g} s, so "
+        f"its state.json is not updated meanwhile (the log has every fire): a stuck hookbus "
+        f"process, or another user holding the lock; `fuser -v {directory}` shows who"
+    )
 
 
 #: Hook directories this process has swept of stale temp files (once each is enough).
