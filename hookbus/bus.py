@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 import sys
 import threading
 import time
@@ -142,6 +143,8 @@ class HookBus:
         self._running: set[CancelToken] = set()
         #: Why ``interrupt`` was called, once it was: what close() cancels with.
         self._interrupted: str | None = None
+        #: Records each recorder raised on (and so lost), by report key.
+        self._raised: Counter[str] = Counter()
         self._closed = False
         from hookbus.settings import env_disables_hooks
 
@@ -533,20 +536,20 @@ class HookBus:
         from hookbus.prompts import NO_PROVIDER, PromptError, PromptResult
 
         if request.cancel.cancelled:
-            raise PromptError(request.cancel.reason or CANCELLED_AT_SHUTDOWN)
+            raise PromptError(request.cancel.reason or CANCELLED_AT_SHUTDOWN, "killed")
         try:
             result = self._plugins.hook.hookbus_run_prompt(request=request)
         except PromptError:
             raise
         except Exception as exc:
             logger.exception("a prompt provider failed on hook %r", request.hook_id)
-            raise PromptError(f"the prompt provider raised {type(exc).__name__}: {exc}") from exc
+            raise PromptError(f"the prompt provider raised {type(exc).__name__}: {exc}", "crash") from exc
         if result is None:
             raise PromptError(NO_PROVIDER)
         if isinstance(result, str):
             return PromptResult(result)
         if not isinstance(result, PromptResult):
-            raise PromptError(f"the prompt provider returned {type(result).__name__}, not a PromptResult")
+            raise PromptError(f"the prompt provider returned {type(result).__name__}, not a PromptResult", "unparseable")
         return result
 
     def _decide(
@@ -709,9 +712,26 @@ class HookBus:
             try:
                 call(record)
             except Exception as exc:
-                self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}")
+                with self._lock:
+                    self._raised[key] += 1
+                self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}; the record is lost to it")
             else:
                 self._report.succeeded(key)
+
+    @property
+    def lost_records(self) -> int:
+        """Records that did not reach an active recorder: those a recorder raised on, plus
+        those a recorder counted as lost itself (the built-in one counts what the disk
+        refused: ``hookbus_recorder.lost_records()``, for this whole process). Each loss is
+        also reported on the ``hookbus`` logger, once per failure and once on recovery."""
+        counted = 0
+        for name in self.active_recorders:
+            plugin = self._plugins.get_plugin(name)
+            count = getattr(plugin, "lost_records", None)
+            if callable(count):
+                counted += int(count())
+        with self._lock:
+            return counted + sum(self._raised.values())
 
     def read_runs(self, hook_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
         """Recorded fires, oldest first, from the first active recorder that can read them."""
@@ -781,6 +801,14 @@ class HookBus:
                 call()
             except Exception:
                 logger.exception("plugin %r failed to shut down", plugin)
+        lost = self.lost_records
+        if lost:
+            # Each failure was reported as it began; this is the total, as the bus closes.
+            logger.warning(
+                "%s %s not recorded in this process (refused by the disk or by a recorder; "
+                "the errors reported earlier say why)",
+                f"{lost:,}", "fire was" if lost == 1 else "fires were",
+            )
 
     @property
     def closed(self) -> bool:

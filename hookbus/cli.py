@@ -293,7 +293,19 @@ def _identity(record: RunRecord) -> str:
 
 
 def _log_sizes(bus: HookBus) -> dict[str, int]:
-    return {str(path): path.stat().st_size for path in bus.home.logs_dir.glob("*.jsonl")}
+    """The size of each day's log now: regular files only, never followed through a link."""
+    import os
+    import stat
+
+    sizes = {}
+    for path in bus.home.logs_dir.glob("*.jsonl"):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            sizes[str(path)] = info.st_size
+    return sizes
 
 
 def _follow(
@@ -307,19 +319,25 @@ def _follow(
     import time
     from datetime import datetime, timezone
 
+    from hookbus_recorder.logfile import MAX_LINE_BYTES, open_log_for_reading
+
     from hookbus.records import RunRecord
 
     try:
         while True:
             path = bus.home.logs_dir / f"{datetime.now(timezone.utc):%Y-%m-%d}.jsonl"
-            try:
-                with open(path, "rb") as handle:
-                    handle.seek(offsets.get(str(path), 0))
-                    data = handle.read()
-            except FileNotFoundError:
-                data = b""
+            offset = offsets.get(str(path), 0)
+            # Never through a link, never blocking on a FIFO, never more than a line's cap.
+            handle = open_log_for_reading(path)
+            data = b""
+            if handle is not None:
+                with handle:
+                    handle.seek(offset)
+                    data = handle.read(MAX_LINE_BYTES)
             complete = data[: data.rfind(b"\n") + 1]
-            offsets[str(path)] = offsets.get(str(path), 0) + len(complete)
+            if not complete and len(data) >= MAX_LINE_BYTES:
+                complete = data  # a line longer than any record: skip it rather than stall
+            offsets[str(path)] = offset + len(complete)
             for raw in complete.splitlines():
                 try:
                     record = RunRecord.from_log_entry(json.loads(raw))

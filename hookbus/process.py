@@ -38,11 +38,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import attrs
 
 from hookbus.runners import CancelToken
+
+if TYPE_CHECKING:
+    from hookbus.decision import Failure
 
 #: Per stream; past it the process group is killed and the run fails.
 MAX_OUTPUT_BYTES = 1024 * 1024
@@ -103,6 +106,16 @@ class ProcessResult:
         if self.overflow:
             return f"{self.overflow} went over {_size(self.output_cap)}; the process was killed"
         return None
+
+    def failure_kind(self) -> Failure:
+        """How a process that gave no exit status failed (``failure`` says it in words), for
+        a hook that fails closed: "crash" (it could not start), "timeout", or "killed"
+        (cancelled, or over its output cap)."""
+        if self.spawn_error:
+            return "crash"
+        if self.timed_out and not self.cancelled:
+            return "timeout"
+        return "killed"
 
 
 def _size(count: int) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import attrs
 
+from hookbus.decision import Failure
 from hookbus.runners import CancelToken
 from hookbus.settings import Settings
 
@@ -19,7 +20,15 @@ NO_PROVIDER = "no prompt provider configured (see README: prompt hooks)"
 
 
 class PromptError(Exception):
-    """A prompt could not be answered; the message is recorded as the hook's error."""
+    """A prompt could not be answered; the message is recorded as the hook's error.
+
+    ``failure`` says how, for a blocking hook that fails closed (``"on_error": "deny"``):
+    "timeout", "killed" (cancelled), "unparseable" (a reply that is no answer), "crash" or
+    "error"."""
+
+    def __init__(self, message: str, failure: Failure = "error") -> None:
+        super().__init__(message)
+        self.failure: Failure = failure
 
 
 @attrs.frozen

@@ -429,3 +429,20 @@ def test_hooks_of_one_emit_see_the_settings_of_that_emit_after_a_reload(tmp_path
         bus.reload()
         release.set()
     assert seen == [("a", "old"), ("b", "old")]
+
+
+def test_vix_disable_hooks_is_read_when_the_bus_starts(
+    write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the README says: set at start, it holds for the bus's life; set later, it waits
+    for the next bus (a reload does not read it)."""
+    write_hook("deny", mode="sync", blocking=True, command="exit 2")
+    on = make_bus()
+    monkeypatch.setenv("VIX_DISABLE_HOOKS", "1")
+    on.reload()
+    assert on.emit("PreToolUse", {"tool_name": "x"}).behavior == "deny"
+    off = make_bus()
+    assert off.emit("PreToolUse", {"tool_name": "x"}).behavior == "allow"
+    monkeypatch.delenv("VIX_DISABLE_HOOKS")
+    off.reload()
+    assert off.emit("PreToolUse", {"tool_name": "x"}).behavior == "allow"

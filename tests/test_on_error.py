@@ -127,3 +127,44 @@ def test_on_error_allow_is_the_default_and_may_be_written(write_hook: Writer, ma
     bus = make_bus()
     assert bus.problems == ()
     assert bus.snapshot.hooks["g"].spec.on_error == bus.snapshot.hooks["h"].spec.on_error == "allow"
+
+
+# -- workflows and prompts fail closed the same way ---------------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("steps", "how"),
+    [
+        ([{"bash": "echo first"}, {"bash": "exit 3"}], "crashed (step 2 of 2 failed: exited with status 3)"),
+        ([{"bash": "sleep 5", "timeout": "300ms"}], "timed out (step 1 of 1 failed: timed out after 300ms)"),
+        ([{"bash": "kill -9 $$"}], "was killed (step 1 of 1 failed: killed by SIGKILL)"),
+    ],
+    ids=["exit 3", "step timeout", "killed"],
+)
+def test_a_failing_workflow_guard_denies(steps: list[dict[str, str]], how: str, write_hook: Writer, make_bus: Maker) -> None:
+    write_hook("guard", mode="sync", blocking=True, on_error="deny", workflow={"steps": steps}, timeout="2s")
+    decision = make_bus().emit("PreToolUse", {"tool_name": "bash"})
+    assert decision.behavior == "deny"
+    assert decision.reason == f"hook 'guard' denied: failed closed: the hook {how}"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("answer", "how"),
+    [("malformed", "answered with something unparseable"), ("slow", "timed out (timed out after 1s)")],
+)
+def test_a_failing_prompt_guard_denies(answer: str, how: str, home: Path, write_hook: Writer, make_bus: Maker) -> None:
+    from hookbus.chat_stub import StubChatServer, StubReply
+
+    def reply(request: dict[str, Any]) -> StubReply:
+        return StubReply(hang=True) if answer == "slow" else StubReply(raw_body=b"not json at all")
+
+    with StubChatServer(reply) as server:
+        (home / "settings.json").write_text(json.dumps({"prompt_provider": {"base_url": server.base_url, "model": "m"}}))
+        write_hook("guard", mode="sync", blocking=True, on_error="deny", prompt="judge", timeout="1s")
+        bus = make_bus()
+        decision = bus.emit("PreToolUse", {"tool_name": "bash"})
+        bus.close()
+    assert decision.behavior == "deny"
+    assert f"failed closed: the hook {how}" in (decision.reason or "")

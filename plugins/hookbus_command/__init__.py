@@ -6,17 +6,14 @@ exit 0 with nothing, text or a JSON decision; exit 2 to deny; anything else fail
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hookbus import hookimpl
 from hookbus.contract import outcome_from_command
 from hookbus.converter import json_type_name
-from hookbus.decision import Failure, Outcome
+from hookbus.decision import Outcome
 from hookbus.errors import SpecError
 from hookbus.runners import HookCall, ParseContext, RunnerRegistration, check_runnable
-
-if TYPE_CHECKING:
-    from hookbus.process import ProcessResult
 
 
 class CommandRunner:
@@ -51,18 +48,9 @@ class CommandRunner:
         )
         failure = result.failure(f"timed out after {call.hook.spec.timeout}", call.cancel.reason or "cancelled")
         if failure is not None:
-            return Outcome.fail_open(failure, failure=failure_kind(result))
+            return Outcome.fail_open(failure, failure=result.failure_kind())
         assert result.returncode is not None
         return outcome_from_command(result.returncode, result.stdout, result.stderr)
-
-
-def failure_kind(result: ProcessResult) -> Failure:
-    """How a process that gave no exit status failed, for ``"on_error": "deny"``."""
-    if result.spawn_error:
-        return "crash"
-    if result.timed_out and not result.cancelled:
-        return "timeout"
-    return "killed"  # cancelled (shutdown, an interrupt), or over its output cap
 
 
 @hookimpl

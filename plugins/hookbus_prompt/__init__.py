@@ -47,9 +47,9 @@ class PromptRunner:
             answer = call.ask(call.hook.options)
         except PromptError as exc:
             message = str(exc)
-            if "timed out" in message and call.remaining() <= 0:
+            if exc.failure == "timeout" and call.remaining() <= 0:
                 message = f"timed out after {call.hook.spec.timeout}"
-            return Outcome.fail_open(message)
+            return Outcome.fail_open(message, failure=exc.failure)
         return attrs.evolve(outcome_from_final_text(answer.text), thread_id=answer.thread_id)
 
 

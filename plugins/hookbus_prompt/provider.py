@@ -82,7 +82,7 @@ def complete(config: ProviderConfig, request: PromptRequest) -> str:
         scrubbed = redact(message)
         if scrubbed is message:
             raise
-        raise PromptError(scrubbed) from None
+        raise PromptError(scrubbed, exc.failure) from None
 
 
 def _complete(config: ProviderConfig, request: PromptRequest) -> str:
@@ -93,7 +93,7 @@ def _complete(config: ProviderConfig, request: PromptRequest) -> str:
     parts = urlsplit(config.base_url.rstrip("/") + "/chat/completions")
     where = redact_url(f"{parts.scheme}://{parts.netloc}{parts.path}")
     if request.remaining() <= 0:
-        raise PromptError("timed out before the request was sent")
+        raise PromptError("timed out before the request was sent", "timeout")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if config.api_key_env:
         key = os.environ.get(config.api_key_env)
@@ -113,15 +113,15 @@ def _complete(config: ProviderConfig, request: PromptRequest) -> str:
             parts.geturl(), "POST", body, headers, request.deadline, request.cancel, MAX_RESPONSE_BYTES
         )
     except Cancelled:
-        raise PromptError(request.cancel.reason or "cancelled") from None
+        raise PromptError(request.cancel.reason or "cancelled", "killed") from None
     except TimeoutError:  # the deadline's cutoff, or a socket timeout: whichever came first
         waited = format_duration(time.monotonic() - started)
-        raise PromptError(f"timed out after {waited} waiting for {where}") from None
+        raise PromptError(f"timed out after {waited} waiting for {where}", "timeout") from None
     except (OSError, http.client.HTTPException) as exc:
         detail = redact(str(exc) or type(exc).__name__)
         raise PromptError(f"cannot reach {where}: {detail}") from None
     if len(reply.body) > MAX_RESPONSE_BYTES:
-        raise PromptError(f"the reply is over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB")
+        raise PromptError(f"the reply is over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB", "unparseable")
     if reply.status != 200:
         raise PromptError(f"{where} answered HTTP {reply.status}: {_snippet(reply.body, 300)}")
     return redact(_content(reply.body, where))
@@ -157,10 +157,11 @@ def _content(data: bytes, where: str) -> str:
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise PromptError(
-            f"{where} sent a malformed reply (no choices[0].message.content): {_snippet(data, 200)}"
+            f"{where} sent a malformed reply (no choices[0].message.content): {_snippet(data, 200)}",
+            "unparseable",
         ) from None
     if content is None:
         return ""
     if not isinstance(content, str):
-        raise PromptError(f"{where} sent a non-text message content ({type(content).__name__})")
+        raise PromptError(f"{where} sent a non-text message content ({type(content).__name__})", "unparseable")
     return content

@@ -28,7 +28,7 @@ import attrs
 from hookbus import hookimpl
 from hookbus.contract import describe_exit, outcome_from_final_text
 from hookbus.converter import json_type_name
-from hookbus.decision import Outcome
+from hookbus.decision import Failure, Outcome
 from hookbus.errors import Problem, SpecError
 from hookbus.home import Home
 from hookbus.prompts import PromptError
@@ -88,21 +88,22 @@ class WorkflowRunner:
         for index, step in enumerate(workflow.steps):
             label = step.label(index, count)
             if call.cancel.cancelled:
-                return Outcome.fail_open(call.cancel.reason or "cancelled", thread_id)
+                return Outcome.fail_open(call.cancel.reason or "cancelled", thread_id, "killed")
             step_deadline = call.deadline
             if step.timeout is not None:
                 step_deadline = min(step_deadline, time.monotonic() + step.timeout)
             if time.monotonic() >= step_deadline:
-                return Outcome.fail_open(f"timed out after {call.hook.spec.timeout} before {label}", thread_id)
+                message = f"timed out after {call.hook.spec.timeout} before {label}"
+                return Outcome.fail_open(message, thread_id, "timeout")
             if step.kind == "bash":
-                output, error = self._bash(call, step, previous, step_deadline)
+                output, error, kind = self._bash(call, step, previous, step_deadline)
             else:
-                output, error, asked_thread = self._prompt(call, step, previous, step_deadline)
+                output, error, kind, asked_thread = self._prompt(call, step, previous, step_deadline)
                 thread_id = asked_thread or thread_id
             if error is not None:
                 if call.cancel.cancelled:  # shutdown, not the step's fault
-                    return Outcome.fail_open(call.cancel.reason or "cancelled", thread_id)
-                return Outcome.fail_open(f"{label} failed: {error}", thread_id)
+                    return Outcome.fail_open(call.cancel.reason or "cancelled", thread_id, "killed")
+                return Outcome.fail_open(f"{label} failed: {error}", thread_id, kind)
             previous = output
         return attrs.evolve(outcome_from_final_text(previous or ""), thread_id=thread_id)
 
@@ -113,7 +114,8 @@ class WorkflowRunner:
 
     def _bash(
         self, call: HookCall, step: Step, previous: str | None, deadline: float
-    ) -> tuple[str, str | None]:
+    ) -> tuple[str, str | None, Failure]:
+        """The step's output, or why it failed and how (its failure kind)."""
         from hookbus.process import BASH, run_bash  # loaded on the first bash step
 
         base = call.environment()
@@ -129,23 +131,25 @@ class WorkflowRunner:
         )
         failure = result.failure(self._timeout_text(call, step, deadline), call.cancel.reason or "cancelled")
         if failure is not None:
-            return "", failure
+            return "", failure, result.failure_kind()
         assert result.returncode is not None
         if result.returncode != 0:
-            return "", describe_exit(result.returncode, result.stderr)
-        return result.stdout.decode("utf-8", errors="replace"), None
+            kind: Failure = "killed" if result.returncode < 0 else "crash"
+            return "", describe_exit(result.returncode, result.stderr), kind
+        return result.stdout.decode("utf-8", errors="replace"), None, "error"
 
     def _prompt(
         self, call: HookCall, step: Step, previous: str | None, deadline: float
-    ) -> tuple[str, str | None, str | None]:
+    ) -> tuple[str, str | None, Failure, str | None]:
+        """The step's output, or why it failed and how; and the thread it ran in."""
         try:
             answer = call.ask(step.text, previous_output=previous, deadline=deadline)
         except PromptError as exc:
             message = str(exc)
-            if time.monotonic() >= deadline and "timed out" in message:
+            if time.monotonic() >= deadline and exc.failure == "timeout":
                 message = self._timeout_text(call, step, deadline)
-            return "", message, None
-        return answer.text, None, answer.thread_id
+            return "", message, exc.failure, None
+        return answer.text, None, "error", answer.thread_id
 
 
 def cut_utf8(text: str, limit: int) -> str:

@@ -260,3 +260,45 @@ def test_a_lone_hostile_hook_on_the_calling_thread_is_bounded_too(
         bus.emit("PreToolUse", {"tool_name": "bash"})
         assert time.monotonic() - started < 1 + 1.5
 
+
+
+# -- promise 4: records ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", ["sqllite", ["recorder-typo"], ["otell", "sqlitte"]])
+def test_a_misspelled_recorder_never_stops_recording(
+    setting: object, home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    with attack(4, f"settings.json recorder {setting!r}"):
+        import json
+
+        (home / "settings.json").write_text(json.dumps({"recorder": setting}))
+        write_hook("h", event="Stop", mode="sync", command="true")
+        bus = make_bus()
+        for _ in range(5):
+            bus.emit("Stop", {})
+        bus.close()
+        assert len(read_log(home)) == 5
+        assert all("recording with 'recorder' instead" in p.message for p in bus.problems)
+
+
+class RaisingRecorder:
+    @hookimpl
+    def hookbus_record(self, record: object) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_records_a_recorder_refused_are_counted_and_reported_once(
+    home: Path, write_hook: Writer, make_bus: Maker, caplog: pytest.LogCaptureFixture
+) -> None:
+    with attack(4, "a recorder that raises on every record"):
+        write_hook("h", event="Stop", mode="sync", command="true")
+        bus = make_bus(plugins=[RaisingRecorder()])
+        for _ in range(7):
+            bus.emit("Stop", {})
+        assert bus.lost_records == 7
+        bus.close()
+        errors = [r.getMessage() for r in caplog.records if r.name == "hookbus" and r.levelname == "ERROR"]
+        assert len(errors) == 1 and "the record is lost to it" in errors[0]
+        assert any("7 fires were not recorded" in r.getMessage() for r in caplog.records)
+        assert len(read_log(home)) == 7  # the built-in recorder beside it lost nothing
