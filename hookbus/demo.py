@@ -98,6 +98,17 @@ def _hooks(python: str) -> dict[str, dict[str, Any]]:
             "blocking": True,
             "workflow_id": "fast-veto",
         },
+        "scan-before-push": {
+            "id": "scan-before-push",
+            "name": "Scan for secrets before a push; fail closed",
+            "trigger": {"event": "PreToolUse", "matcher": "bash"},
+            "mode": "sync",
+            "blocking": True,
+            "on_error": "deny",
+            "timeout": "2s",
+            # The scanner is not installed here: the guard fails, and fails closed.
+            "command": "grep -q 'git push' || exit 0; secret-scanner --staged",
+        },
         "reviewer": {
             "id": "reviewer",
             "trigger": {"event": "PostToolUse", "matcher": "write_file"},
@@ -151,6 +162,7 @@ _STEPS: list[tuple[str, dict[str, Any]]] = [
     ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": ".env", "content": "KEY=1"}}),
     ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "/etc/motd", "content": "hi"}}),
     ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "rm -rf /"}}),
+    ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "git push origin main"}}),
     ("PostToolUse", {"tool_name": "write_file", "tool_input": {"path": "sandbox/etc/motd"}}),
     ("Stop", {}),
     ("SubagentStop", {"agent_type": "reviewer", "agent_id": "a1"}),

@@ -652,6 +652,7 @@ def test_demo_tells_the_whole_story(tmp_path):
     assert re.search(r"PreToolUse write_file /etc/motd\s+-> modify\s+input -> ", out)
     assert re.search(r"-> context\s+context: ", out)
     assert "recursion guard" in out
+    assert re.search(r"git push origin main'\s+-> deny\s+hook 'scan-before-push' denied: failed closed: the hook crashed", out)
     assert "state.json" in out
     assert list(scratch.iterdir()) == []
 
