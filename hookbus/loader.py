@@ -77,6 +77,9 @@ def _is_text(name: str) -> bool:
 
 
 _ABSENT = (0, 0, 0, 0, 0, 0)
+#: Entries of a hook directory its file check passes over: hookbus's own state.json, and
+#: the spec file, which is checked on the fstat of what was read.
+_NOT_CHECKED_AGAIN = (*STATE_FILES, *(name for name, _ in SPEC_NAMES))
 
 
 def _stat_part(info: os.stat_result) -> tuple[int, ...]:
@@ -250,7 +253,8 @@ class HookLoader:
         strict_modes = self.settings.strict_modes
 
         def check_files(dir_fd: int) -> tuple[Findings, Findings]:
-            return entry_refusals(dir_fd, directory, strict_modes, skip=STATE_FILES)
+            # The spec file is checked on the fstat of what was read, below.
+            return entry_refusals(dir_fd, directory, strict_modes, skip=_NOT_CHECKED_AGAIN)
 
         try:
             spec = read_spec_file(directory, SPEC_NAMES, inspect=check_files)
@@ -269,10 +273,8 @@ class HookLoader:
             if warning:
                 warnings.append(f"{self.home.relative(path)} {warning}")
         file_refusals, file_warnings = spec.inspected
-        for path, refusal in file_refusals:
-            if path != spec.path:  # the spec file itself was checked above, by what was read
-                refusals.append(Problem(self.home.relative(path), refusal, None, hook_id))
-        warnings += [f"{self.home.relative(path)} {warning}" for path, warning in file_warnings if path != spec.path]
+        refusals += [Problem(self.home.relative(path), refusal, None, hook_id) for path, refusal in file_refusals]
+        warnings += [f"{self.home.relative(path)} {warning}" for path, warning in file_warnings]
         if refusals:
             # Not kept as last good: its scripts may be in a directory others can now change.
             return HookState(signature, None, tuple(refusals))
