@@ -6,7 +6,6 @@ swaps it in with one assignment, so an emit in flight keeps the one it started w
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -15,6 +14,7 @@ import attrs
 
 from hookbus.errors import Problem
 from hookbus.events import EVENTS
+from hookbus.matching import Regex, compile_regex, encode
 from hookbus.settings import Settings
 from hookbus.spec import Hook
 
@@ -34,8 +34,8 @@ class EventIndex:
     regex: tuple[Hook, ...]
 
     #: All the regexes as one alternation, to rule a value out in one search; None when
-    #: they cannot be combined (a backreference, a repeated group name).
-    any_regex: re.Pattern[str] | None = None
+    #: RE2 cannot compile them together (past its memory budget, say).
+    any_regex: Regex | None = None
     #: Results of regex matching by field value (tool names repeat, so this stays small).
     _memo: dict[str, tuple[Hook, ...]] = attrs.field(factory=dict, eq=False, repr=False)
 
@@ -77,32 +77,39 @@ class EventIndex:
 
     def _match_regexes(self, value: str) -> tuple[Hook, ...]:
         found = self.by_name.get(value, self.match_all)
-        if self.any_regex is None or self.any_regex.fullmatch(value) is not None:
-            extra = [hook for hook in self.regex if hook.matcher.matches(value)]
+        data = encode(value)
+        if self.any_regex is None or self.any_regex.fullmatch(data):
+            extra = [hook for hook in self.regex if hook.matcher.matches_encoded(data)]
             if extra:
                 found = _by_id([*found, *extra])
-        if len(self._memo) >= MEMO_LIMIT:
-            self._memo.clear()  # a flood of distinct values must not grow memory
-        self._memo[value] = found
+        # Real field values are short names that repeat; a long one is not worth keeping
+        # (4,096 of them, megabytes each, would be).
+        if len(value) <= MEMO_VALUE_LIMIT:
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()  # a flood of distinct values must not grow memory
+            self._memo[value] = found
         return found
 
 
 #: How many distinct field values an EventIndex remembers regex results for.
 MEMO_LIMIT = 4096
+#: The longest field value (in characters) whose regex results are remembered.
+MEMO_VALUE_LIMIT = 1024
 
 
-def _combine(sources: Iterable[str]) -> re.Pattern[str] | None:
+def _combine(sources: Iterable[str]) -> Regex | None:
+    """One alternation of ``sources``, each of which RE2 compiled alone. RE2 has no
+    backreferences to renumber, and a flag such as (?i) stays inside its group. An unclosed
+    \\Q would quote the rest of the alternation, but then the group it opened in never
+    closes and the whole fails to compile, like a combination past RE2's memory budget:
+    the hooks are then tried one by one."""
     sources = list(sources)
-    if not sources or any(_BACKREFERENCE.search(source) for source in sources):
+    if not sources:
         return None
     try:
-        return re.compile("|".join(f"(?:{source})" for source in sources))
-    except (re.error, RecursionError, OverflowError):  # each alone compiled: try them one by one
+        return compile_regex("|".join(f"(?:{source})" for source in sources))
+    except ValueError:
         return None
-
-
-# \1 or (?P=name): renumbered or renamed by an alternation, so such patterns stay apart.
-_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
 
 
 def _by_id(hooks: Iterable[Hook]) -> tuple[Hook, ...]:

@@ -139,15 +139,20 @@ def test_regex_results_are_remembered_but_bounded(
     assert bus.emit("PreToolUse", {"tool_name": "mcp__x"}).context == "r"  # remembered
 
 
-def test_backreferences_keep_their_meaning(
+def test_backreferences_are_refused_and_the_other_regexes_combine(
     write_hook: Callable[..., Path], make_bus: Callable[..., HookBus]
 ) -> None:
-    """Regexes are combined into one alternation for speed, except when that would
-    renumber a backreference."""
+    """Regexes are combined into one alternation for speed. A backreference, which an
+    alternation would renumber, cannot be among them: RE2 has none, and it is refused."""
     write_hook("a", matcher=r"(x)\1", mode="sync", command="echo a")
     write_hook("b", matcher=r"(y+)z", mode="sync", command="echo b")
     bus = make_bus()
-    assert bus.snapshot.index["PreToolUse"].any_regex is None
-    assert bus.emit("PreToolUse", {"tool_name": "xx"}).context == "a"
+    assert [str(problem) for problem in bus.problems] == [
+        "hooks/a/hook.json: invalid matcher regex '(x)\\\\1': backreferences are not supported "
+        "(hookbus matches with RE2, which runs in linear time): rewrite it without one "
+        "@ $.trigger.matcher"
+    ]
+    assert bus.snapshot.index["PreToolUse"].any_regex is not None
+    assert bus.emit("PreToolUse", {"tool_name": "xx"}).behavior == "allow"
     assert bus.emit("PreToolUse", {"tool_name": "yyz"}).context == "b"
     assert bus.emit("PreToolUse", {"tool_name": "xy"}).behavior == "allow"
