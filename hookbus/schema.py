@@ -90,7 +90,7 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
                     "matcher": {
                         "type": "string",
                         "default": "",
-                        "description": 'A regex anchored to the whole field; "" or "*" match all.',
+                        "description": 'An RE2 regex (Python-like syntax, linear time) anchored to the whole field; "" or "*" match all.',
                     },
                 },
                 "required": ["event"],
