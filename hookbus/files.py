@@ -40,14 +40,23 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 def _read_descriptor(fd: int, cap: int) -> tuple[bytes, os.stat_result]:
-    """Read a whole regular file from ``fd`` (which this closes), refusing anything bigger
-    than ``cap``."""
+    """``read_regular`` of ``fd``, which this closes."""
+    try:
+        return read_regular(fd, cap)
+    finally:
+        os.close(fd)
+
+
+def read_regular(fd: int, cap: int) -> tuple[bytes, os.stat_result]:
+    """The whole of the regular file open on ``fd`` (left open), and its fstat; SpecError
+    when it is something else (a FIFO would block, a device never end) or bigger than
+    ``cap`` bytes."""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise SpecError("not a regular file", None)
+            raise SpecError(f"is a {kind_of(info.st_mode)}, not a regular file", None)
         if info.st_size > cap:
-            raise SpecError(f"file is {info.st_size} bytes, over the {cap // 1024} KiB limit", None)
+            raise SpecError(f"is {info.st_size} bytes, over the {_limit(cap)} limit", None)
         # One read of size + 1 returns the whole file short, at its end: no second call.
         data = os.read(fd, info.st_size + 1)
         if len(data) > info.st_size:  # it grew while we read: take the rest, still capped
@@ -60,13 +69,31 @@ def _read_descriptor(fd: int, cap: int) -> tuple[bytes, os.stat_result]:
                 chunks.append(chunk)
                 size += len(chunk)
             if size > cap:
-                raise SpecError(f"file grew past the {cap // 1024} KiB limit while being read", None)
+                raise SpecError(f"grew past the {_limit(cap)} limit while being read", None)
             data = b"".join(chunks)
         return data, info
     except OSError as exc:
         raise SpecError(_describe_os_error(exc), None) from None
-    finally:
-        os.close(fd)
+
+
+def _limit(cap: int) -> str:
+    return f"{cap >> 20} MiB" if cap >= 1 << 20 and not cap % (1 << 20) else f"{cap // 1024} KiB"
+
+
+def kind_of(mode: int) -> str:
+    """What kind of file ``mode`` says, for a message: "FIFO", "directory"..."""
+    for test, name in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISLNK, "symbolic link"),
+        (stat.S_ISREG, "regular file"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
 
 
 class LoadError(SpecError):

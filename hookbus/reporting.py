@@ -18,6 +18,10 @@ class ReportOnce:
 
     A failure that returns within QUIET_SECONDS of its last report (flapping) is not logged
     again, nor is its next recovery; after that quiet period it is reported afresh.
+
+    A failure that loses something (a record the disk refused) says so with ``lost``: the
+    losses are counted (``lost_total``), the report says how many so far, and the recovery
+    how many were lost since the last recovery was told.
     """
 
     def __init__(self, log: logging.Logger = logger, quiet_seconds: float = QUIET_SECONDS) -> None:
@@ -26,10 +30,16 @@ class ReportOnce:
         self._failing: set[str] = set()
         self._reported_at: dict[str, float] = {}
         self._recovery_told: set[str] = set()
+        #: What each key lost since its last recovery was told.
+        self._lost: dict[str, int] = {}
+        self.lost_total = 0
         self._lock = threading.Lock()
 
-    def failed(self, key: str, message: str) -> None:
+    def failed(self, key: str, message: str, lost: int = 0) -> None:
         with self._lock:
+            if lost:
+                self.lost_total += lost
+                lost = self._lost[key] = self._lost.get(key, 0) + lost
             if key in self._failing:
                 return
             self._failing.add(key)
@@ -39,7 +49,13 @@ class ReportOnce:
                 return  # flapping: it was said a moment ago
             self._reported_at[key] = now
             self._recovery_told.discard(key)
-        self._log.error("%s (reported once until it recovers)", message)
+        so_far = f"; {_count(lost)} lost so far" if lost else ""
+        self._log.error("%s%s (reported once until it recovers)", message, so_far)
+
+    @property
+    def any_failing(self) -> bool:
+        """Whether anything is failing now (read without the lock: a hint for hot paths)."""
+        return bool(self._failing)
 
     def succeeded(self, key: str) -> None:
         if not self._failing or key not in self._failing:  # the common case costs no lock
@@ -51,4 +67,12 @@ class ReportOnce:
             if key in self._recovery_told:
                 return
             self._recovery_told.add(key)
-        self._log.warning("%s: recovered", key)
+            lost = self._lost.pop(key, 0)
+        meanwhile = f"; {_count(lost, were=True)} lost meanwhile" if lost else ""
+        self._log.warning("%s: recovered%s", key, meanwhile)
+
+
+def _count(records: int, were: bool = False) -> str:
+    noun = "record" if records == 1 else "records"
+    verb = (" was" if records == 1 else " were") if were else ""
+    return f"{records:,} {noun}{verb}"

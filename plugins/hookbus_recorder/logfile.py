@@ -25,6 +25,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from hookbus.files import kind_of
 from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord
 
@@ -235,7 +236,7 @@ def _not_a_directory(parent_fd: int, name: str, path: Path) -> str:
 def _kind_at(parent_fd: int, name: str) -> str:
     """What ``name`` in the open directory is, for a message ("file" if it cannot be told)."""
     try:
-        return _kind(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode)
+        return kind_of(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode)
     except OSError:
         return "file"
 
@@ -278,7 +279,7 @@ def _not_a_regular_file(path: Path, mode: int) -> str:
             f"user could point it at a file of theirs or a system file): remove it (rm {path}); "
             "hookbus creates the file"
         )
-    return f"{path} is a {_kind(mode)}, not a regular file: remove it (rm {path}); hookbus creates the file"
+    return f"{path} is a {kind_of(mode)}, not a regular file: remove it (rm {path}); hookbus creates the file"
 
 
 def _check_ours(info: os.stat_result, path: Path, what: str) -> None:
@@ -297,22 +298,6 @@ def _check_ours(info: os.stat_result, path: Path, what: str) -> None:
             f"{path} is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o}), who could then "
             f"redirect or rewrite {what}: run chmod go-w {path}"
         )
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISLNK(mode):
-        return "symbolic link"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    return "regular file"
 
 
 # -- reading: no link followed, no FIFO opened, lines capped ------------------------------
@@ -408,7 +393,7 @@ def _open_for_reading_at(dir_fd: int, name: str, path: Path) -> BinaryIO | None:
         return None
     if not stat.S_ISREG(mode):
         os.close(fd)
-        _warn_once(path, f"{path} is a {_kind(mode)}, not a regular file: skipped")
+        _warn_once(path, f"{path} is a {kind_of(mode)}, not a regular file: skipped")
         return None
     _read_cleanly(path)
     return open(fd, "rb")

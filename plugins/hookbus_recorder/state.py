@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from hookbus.errors import SpecError
+from hookbus.files import read_regular
 from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord
 
@@ -97,38 +99,11 @@ def read_state(hook_dir: Path, dir_fd: int | None = None) -> dict[str, Any]:
 def _read_capped(fd: int) -> bytes:
     """The whole of a regular file of at most MAX_STATE_BYTES, read from ``fd``."""
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Unreadable(f"is a {_kind(info.st_mode)}, not a regular file", not stat.S_ISDIR(info.st_mode))
-        if info.st_size > MAX_STATE_BYTES:
-            raise _Unreadable(f"is {info.st_size} bytes, over the {MAX_STATE_BYTES >> 20} MiB limit of a state.json")
-        # One read of size + 1 returns the whole file short, at its end; more only if it grew.
-        chunks = [os.read(fd, info.st_size + 1)]
-        size = len(chunks[0])
-        while size > info.st_size and size <= MAX_STATE_BYTES:
-            chunk = os.read(fd, MAX_STATE_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_STATE_BYTES:
-            raise _Unreadable(f"grew past the {MAX_STATE_BYTES >> 20} MiB limit of a state.json while being read")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise _Unreadable(f"cannot be read: {exc.strerror or exc}") from None
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISDIR, "directory"),
-    ):
-        if test(mode):
-            return name
-    return "special file"
+        return read_regular(fd, MAX_STATE_BYTES)[0]
+    except SpecError as exc:
+        # A directory in its place cannot be replaced by a rename; anything else can.
+        replaceable = not exc.message.startswith("is a directory")
+        raise _Unreadable(exc.message, replaceable) from None
 
 
 #: state.json paths reported unreadable: once each, until one reads cleanly again.

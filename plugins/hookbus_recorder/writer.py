@@ -13,7 +13,6 @@ when the log recovers, with how many were lost meanwhile.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -25,7 +24,7 @@ import attrs
 
 from hookbus.home import Home
 from hookbus.records import RunRecord
-from hookbus.reporting import QUIET_SECONDS, ReportOnce
+from hookbus.reporting import ReportOnce
 
 from hookbus_recorder.logfile import LogAppender
 from hookbus_recorder.state import append_runs, set_load_error
@@ -62,12 +61,11 @@ class RecordWriter:
         self._thread: threading.Thread | None = None
         self._appender = LogAppender()
         self._report = ReportOnce()
-        self._losses = LostRecords()
 
     @property
     def lost_records(self) -> int:
         """Records the log could not take since this process started (all homes)."""
-        return self._losses.total
+        return self._report.lost_total
 
     def acquire(self) -> None:
         with self._condition:
@@ -97,10 +95,11 @@ class RecordWriter:
             try:
                 self._appender.append(home.logs_dir, record.at, record.log_entry())
             except Exception as exc:  # a full disk or a refused path must not reach emit
-                self._losses.lost(f"writing the hook log in {home.logs_dir}", str(exc))
+                what = f"writing the hook log in {home.logs_dir}"
+                self._report.failed(what, f"hookbus recorder: {what} failed: {exc}", lost=1)
             else:
-                if self._losses.failing:  # the common case builds no message key
-                    self._losses.recovered(f"writing the hook log in {home.logs_dir}")
+                if self._report.any_failing:  # the common case builds no message key
+                    self._report.succeeded(f"writing the hook log in {home.logs_dir}")
         with self._condition:
             self._queue.append((home, record))
             self._submitted += 1
@@ -203,59 +202,3 @@ class RecordWriter:
         else:
             self._report.succeeded(what)
 
-
-class LostRecords:
-    """Counts the records the log could not take, and reports them as ReportOnce does: the
-    first failure of each target, and once that it recovered, each with how many records it
-    lost (a flapping failure, back within QUIET_SECONDS, is not reported again, and its
-    losses are added to the next report)."""
-
-    def __init__(self, log: logging.Logger | None = None, quiet_seconds: float = QUIET_SECONDS) -> None:
-        self._log = log or logging.getLogger("hookbus")
-        self._quiet = quiet_seconds
-        self.total = 0
-        #: Targets failing now: read without the lock on the hot path (a set's truth is
-        #: atomic); any stale answer is settled under the lock.
-        self.failing: set[str] = set()
-        #: Records each target lost since its last recovery was reported.
-        self._unreported: dict[str, int] = {}
-        self._reported_at: dict[str, float] = {}
-        self._recovery_told: set[str] = set()
-        self._lock = threading.Lock()
-
-    def lost(self, key: str, error: str) -> None:
-        with self._lock:
-            self.total += 1
-            lost = self._unreported[key] = self._unreported.get(key, 0) + 1
-            if key in self.failing:
-                return
-            self.failing.add(key)
-            now = time.monotonic()
-            last = self._reported_at.get(key)
-            if last is not None and now - last < self._quiet:
-                return  # flapping: it was said a moment ago
-            self._reported_at[key] = now
-            self._recovery_told.discard(key)
-        self._log.error(
-            "hookbus recorder: %s failed: %s; %s lost so far (reported once until it recovers)",
-            key,
-            error,
-            _records(lost),
-        )
-
-    def recovered(self, key: str) -> None:
-        with self._lock:
-            if key not in self.failing:
-                return
-            self.failing.discard(key)
-            if key in self._recovery_told:
-                return
-            self._recovery_told.add(key)
-            lost = self._unreported.pop(key, 0)
-        self._log.warning("%s: recovered; %s lost meanwhile", key, _records(lost, verb=True))
-
-
-def _records(count: int, verb: bool = False) -> str:
-    if count == 1:
-        return "1 record was" if verb else "1 record"
-    return f"{count} records were" if verb else f"{count} records"
