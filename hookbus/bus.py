@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections import Counter
 import sys
 import threading
 import time
+from collections import Counter
 from os import PathLike
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -40,7 +40,7 @@ from hookbus.loader import HookLoader, LoadEvent
 from hookbus.registry import Snapshot
 from hookbus.reporting import ReportOnce
 from hookbus.runners import CancelToken, HookCall
-from hookbus.settings import Settings
+from hookbus.settings import Settings, env_disables_hooks
 from hookbus.spec import Hook
 
 if TYPE_CHECKING:
@@ -146,8 +146,6 @@ class HookBus:
         #: Records each recorder raised on (and so lost), by report key.
         self._raised: Counter[str] = Counter()
         self._closed = False
-        from hookbus.settings import env_disables_hooks
-
         # Read once: the README promises the variable as it was when the bus started.
         self._loader = HookLoader(self.home, self.runners, disabled_by_env=env_disables_hooks())
         self._reload_lock = threading.Lock()
