@@ -165,8 +165,10 @@ def hot_reload(work: Path) -> None:
 
 
 def async_fire(work: Path) -> None:
+    """What the agent loop pays for an async hook, with the pool as a busy loop keeps it:
+    every worker running a hook (``sleep 0.2``) and fires queueing behind them."""
     root = work / "async"
-    write_hooks(root, {"later": {"trigger": {"event": "PreToolUse", "matcher": "bash"}, "command": "true"}})
+    write_hooks(root, {"later": {"trigger": {"event": "PreToolUse", "matcher": "bash"}, "command": "sleep 0.2"}})
     fire = {"tool_name": "bash", "tool_input": {"command": "ls"}}
     miss = {"tool_name": "read_file", "tool_input": {"path": "x"}}
     before = threading.active_count()
@@ -184,14 +186,14 @@ def async_fire(work: Path) -> None:
             theirs.append(b)
             ratios.append(a / b)
     finally:
-        bus.close(timeout=600)
+        bus.close(timeout=0)  # what is still queued is recorded as cancelled, not run
     peak = max(peak, threading.active_count())
     threads = peak - before
     report(
         "async fire", statistics.median(ratios), 10, "x",
-        f"emit submitting 1 async hook {statistics.median(ours) * 1e6:.2f} us vs no-match "
-        f"{statistics.median(theirs) * 1e6:.2f} us; {fires:,} fires used at most {threads} "
-        f"threads beyond the caller's (pool 8 + 2 allowed)",
+        f"emit submitting 1 async hook (all 8 workers busy, the rest queued) "
+        f"{statistics.median(ours) * 1e6:.2f} us vs no-match {statistics.median(theirs) * 1e6:.2f} us; "
+        f"{fires:,} fires used at most {threads} threads beyond the caller's (pool 8 + 2 allowed)",
     )
     RESULTS.append(("async threads", threads <= 8 + 2))
 
