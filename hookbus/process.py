@@ -63,9 +63,24 @@ _GROUP_OPTION: dict[str, Any] = (
     {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
 )
 def _find_bash() -> str:
+    """The first bash on PATH that no other user could have put there or changed: a PATH
+    holding a directory others can write (or ".") must not choose what every hook runs."""
+    from hookbus.trust import owner_refusal, path_refusal
+
     for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(directory or ".", "bash")
-        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+        if not os.path.isabs(directory):
+            continue  # "" and "." mean the current directory, whoever's it is
+        candidate = os.path.join(directory, "bash")
+        if not os.access(candidate, os.X_OK) or os.path.isdir(candidate):
+            continue
+        try:
+            real = os.path.realpath(candidate)
+            info = os.stat(real)
+        except OSError:
+            continue
+        if owner_refusal(info) or info.st_mode & 0o022 or path_refusal(Path(real).parent):
+            continue
+        if path_refusal(Path(directory)) is None:
             return candidate
     return "/bin/bash"
 

@@ -436,3 +436,35 @@ def test_state_json_is_not_a_reason_to_refuse(home: Path, write_hook: Writer, ma
         (home / "hooks" / "guard" / "state.json").chmod(0o666)
         with HookBus(home) as again:
             assert "guard" in again.snapshot.hooks
+
+
+# -- PATH ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["a world-writable directory", "the current directory"])
+def test_a_bash_planted_early_on_path_never_runs_hooks(where: str, home: Path, tmp_path: Path) -> None:
+    with attack(2, f"PATH: a bash planted in {where}"):
+        planted = tmp_path / "planted"
+        planted.mkdir()
+        marker = tmp_path / "planted-bash-ran"
+        fake = planted / "bash"
+        fake.write_text(f"#!/bin/sh\ntouch {marker}\nexit 2\n")
+        fake.chmod(0o755)
+        if where == "a world-writable directory":
+            planted.chmod(0o777)
+            path = f"{planted}:{os.environ['PATH']}"
+            cwd = tmp_path
+        else:
+            path = f".:{os.environ['PATH']}"
+            cwd = planted
+        (home / "hooks" / "h").mkdir()
+        (home / "hooks" / "h" / "hook.json").write_text(
+            json.dumps({"trigger": {"event": "Stop"}, "mode": "sync", "command": "echo real"})
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "hookbus", "--home", str(home), "emit", "Stop", "--input", os.devnull],
+            capture_output=True, text=True, timeout=60, cwd=cwd, env={**os.environ, "PATH": path},
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {"behavior": "context", "context": "real"}
+        assert not marker.exists()
