@@ -719,15 +719,16 @@ class HookBus:
     @property
     def lost_records(self) -> int:
         """Records that did not reach an active recorder: those a recorder raised on, plus
-        those a recorder counted as lost itself (the built-in one counts what the disk
-        refused: ``hookbus_recorder.lost_records()``, for this whole process). Each loss is
-        also reported on the ``hookbus`` logger, once per failure and once on recovery."""
+        those a recorder counted as lost itself, through an optional module-level
+        ``lost_records(home)`` of its plugin (the built-in one counts what the disk or the
+        checks on logs/ refused, for this home, in this process). Each loss is also reported
+        on the ``hookbus`` logger, once per failure and once on recovery."""
         counted = 0
         for name in self.active_recorders:
             plugin = self._plugins.get_plugin(name)
             count = getattr(plugin, "lost_records", None)
             if callable(count):
-                counted += int(count())
+                counted += int(count(self.home))
         with self._lock:
             return counted + sum(self._raised.values())
 
@@ -802,10 +803,11 @@ class HookBus:
         lost = self.lost_records
         if lost:
             # Each failure was reported as it began; this is the total, as the bus closes.
+            one = lost == 1
             logger.warning(
-                "%s %s not recorded in this process (refused by the disk or by a recorder; "
-                "the errors reported earlier say why)",
-                f"{lost:,}", "fire was" if lost == 1 else "fires were",
+                "%s %s of %s %s not recorded (refused by the disk or by a recorder; the "
+                "errors reported earlier say why)",
+                f"{lost:,}", "fire" if one else "fires", self.home.root, "was" if one else "were",
             )
 
     @property

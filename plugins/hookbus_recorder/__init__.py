@@ -17,6 +17,7 @@ from hookbus_recorder.writer import LoadErrors, RecordWriter
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
+    from hookbus.home import Home
 
 #: How long closing a bus waits for its records to reach the disk.
 FLUSH_TIMEOUT_SECONDS = 30.0
@@ -24,12 +25,13 @@ FLUSH_TIMEOUT_SECONDS = 30.0
 writer = RecordWriter()
 
 
-def lost_records() -> int:
-    """How many records this process could not write to the hook log, every home and bus
-    together: refused (a symlinked or foreign logs path, a FIFO in place of the day's file)
-    or refused by the disk (ENOSPC, a short write). Each failure is also reported on the
-    ``hookbus`` logger, once, with its count, and once when it recovers."""
-    return writer.lost_records
+def lost_records(home: Home | None = None) -> int:
+    """How many records this process could not write to the hook log of ``home`` (of every
+    home, when None): refused (a symlinked or foreign logs path, a FIFO in place of the
+    day's file) or refused by the disk (ENOSPC, a short write). Each failure is also
+    reported on the ``hookbus`` logger, once, with its count, and once when it recovers.
+    ``bus.lost_records`` asks this of the bus's home."""
+    return writer.lost_records if home is None else writer.lost_in(home)
 
 
 @hookimpl

@@ -62,6 +62,10 @@ class RecordWriter:
         self._appender = LogAppender()
         self._report = ReportOnce()
 
+    def lost_in(self, home: Home) -> int:
+        """Records the log of ``home`` could not take since this process started."""
+        return self._report.lost_by_key.get(_log_key(home), 0)
+
     @property
     def lost_records(self) -> int:
         """Records the log could not take since this process started (all homes)."""
@@ -95,11 +99,11 @@ class RecordWriter:
             try:
                 self._appender.append(home.logs_dir, record.at, record.log_entry())
             except Exception as exc:  # a full disk or a refused path must not reach emit
-                what = f"writing the hook log in {home.logs_dir}"
+                what = _log_key(home)
                 self._report.failed(what, f"hookbus recorder: {what} failed: {exc}", lost=1)
             else:
                 if self._report.any_failing:  # the common case builds no message key
-                    self._report.succeeded(f"writing the hook log in {home.logs_dir}")
+                    self._report.succeeded(_log_key(home))
         with self._condition:
             self._queue.append((home, record))
             self._submitted += 1
@@ -202,3 +206,7 @@ class RecordWriter:
         else:
             self._report.succeeded(what)
 
+
+def _log_key(home: Home) -> str:
+    """How a failure of a home's log is reported, and counted."""
+    return f"writing the hook log in {home.logs_dir}"
