@@ -9,15 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping
 
 from hookbus import hookimpl
+from hookbus.errors import Problem
 from hookbus.records import RunRecord
 
-from hookbus_recorder.logfile import read_records
+from hookbus_recorder.logfile import log_problems, read_records
 from hookbus_recorder.state import RECENT_RUNS, read_state
 from hookbus_recorder.writer import LoadErrors, RecordWriter
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.home import Home
+    from hookbus.settings import Settings
 
 #: How long closing a bus waits for its records to reach the disk.
 FLUSH_TIMEOUT_SECONDS = 30.0
@@ -52,6 +54,17 @@ def hookbus_record(bus: HookBus, record: RunRecord) -> None:
 @hookimpl
 def hookbus_record_load_errors(bus: HookBus, errors: Mapping[str, str | None]) -> None:
     writer.submit(bus.home, LoadErrors(dict(errors)))
+
+
+@hookimpl
+def hookbus_config_problems(home: Home, settings: Settings) -> list[Problem]:
+    """What would make the log refuse records, so that `hookbus validate` and `list` say it
+    before a fire is lost to it."""
+    problems = []
+    for path, message in log_problems(home.logs_dir):
+        shown = home.relative(path)
+        problems.append(Problem(shown, message.removeprefix(f"{path} ")))
+    return problems
 
 
 @hookimpl

@@ -464,3 +464,53 @@ def read_records(
         return collected
     finally:
         os.close(dir_fd)
+
+
+# -- what `hookbus validate` says about the log's paths -------------------------------------
+
+
+def log_problems(logs_dir: Path) -> list[tuple[Path, str]]:
+    """Why records would be refused at ``<home>/logs/hooks`` as it is now, as (path, message)
+    pairs: a link, something other than a directory or regular file, or what another user
+    could change. Looked at without following links or opening anything; nothing missing
+    is a problem (the writer creates it)."""
+    found: list[tuple[Path, str]] = []
+    path = logs_dir.parent.parent
+    for name in _below_home(logs_dir):
+        path = path / name
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return found
+        if not stat.S_ISDIR(info.st_mode):
+            parent_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                found.append((path, _not_a_directory(parent_fd, name, path)))
+            finally:
+                os.close(parent_fd)
+            return found
+        try:
+            _check_ours(info, path, "the hook log")
+        except LogRefused as exc:
+            found.append((path, str(exc)))
+            return found
+    try:
+        names = sorted(os.listdir(logs_dir))
+    except OSError:
+        return found
+    for name in names:
+        if not name.endswith(".jsonl"):
+            continue
+        day = logs_dir / name
+        try:
+            info = os.lstat(day)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            found.append((day, _not_a_regular_file(day, info.st_mode)))
+            continue
+        try:
+            _check_ours(info, day, "the hook log")
+        except LogRefused as exc:
+            found.append((day, str(exc)))
+    return found

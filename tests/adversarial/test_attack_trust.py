@@ -468,3 +468,46 @@ def test_a_bash_planted_early_on_path_never_runs_hooks(where: str, home: Path, t
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"behavior": "context", "context": "real"}
         assert not marker.exists()
+
+
+# -- logs/ ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "plant",
+    ["logs/hooks 0775", "logs 0777", "logs is a symlink", "the day's file 0666", "the day's file is a symlink",
+     pytest.param("foreign logs/hooks", marks=needs_root)],
+)
+def test_a_log_path_others_can_redirect_is_reported_before_a_fire_is_lost(
+    plant: str, home: Path, tmp_path: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    with attack(2, f"logs: {plant}"):
+        write_guard(write_hook)
+        hooks_logs = home / "logs" / "hooks"
+        hooks_logs.mkdir(parents=True)
+        day = hooks_logs / "2026-01-01.jsonl"
+        if plant == "logs/hooks 0775":
+            hooks_logs.chmod(0o775)
+            needle = "logs/hooks: is writable by group"
+        elif plant == "logs 0777":
+            (home / "logs").chmod(0o777)
+            needle = "logs: is writable by group and others"
+        elif plant == "logs is a symlink":
+            elsewhere = tmp_path / "theirs"
+            (home / "logs").rename(elsewhere)
+            (home / "logs").symlink_to(elsewhere)
+            needle = "logs: is a symbolic link"
+        elif plant == "the day's file 0666":
+            day.write_text("")
+            day.chmod(0o666)
+            needle = "logs/hooks/2026-01-01.jsonl: is writable by group and others"
+        elif plant == "the day's file is a symlink":
+            target = tmp_path / "target"
+            target.write_text("")
+            day.symlink_to(target)
+            needle = "logs/hooks/2026-01-01.jsonl: is a symbolic link"
+        else:
+            os.chown(hooks_logs, FOREIGN_UID, -1)
+            needle = f"logs/hooks: is owned by uid {FOREIGN_UID}"
+        bus = make_bus()
+        assert_loud(home, bus, needle)
