@@ -787,7 +787,7 @@ class HookBus:
             workers.drain(deadline)
         with self._lock:
             while self._sync_emits and time.monotonic() < deadline:
-                self._lock.wait(max(0.0, deadline - time.monotonic()))
+                self._lock.wait(clamp_wait(deadline - time.monotonic()))
         if workers is not None:
             # What is left is killed (running) or never started (queued): each is recorded.
             workers.cancel_all(self._interrupted or CANCELLED_AT_SHUTDOWN)

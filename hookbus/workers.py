@@ -94,7 +94,7 @@ class AsyncWorkers(Generic[Job]):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                self._lock.wait(remaining)
+                self._lock.wait(clamp_wait(remaining))
         return True
 
     def cancel_all(self, reason: str) -> None:

@@ -302,3 +302,19 @@ def test_records_a_recorder_refused_are_counted_and_reported_once(
         assert len(errors) == 1 and "the record is lost to it" in errors[0]
         assert any(f"7 fires of {home} were not recorded" in r.getMessage() for r in caplog.records)
         assert len(read_log(home)) == 7  # the built-in recorder beside it lost nothing
+
+
+@pytest.mark.timeout(60)
+def test_the_cli_drains_an_async_hook_with_the_longest_timeout(home: Path, write_hook: Writer) -> None:
+    with attack(3, "hookbus emit with an async hook whose timeout is 2562047h47m16s"):
+        import os
+        import subprocess
+        import sys
+
+        write_hook("long", event="Stop", command="true", timeout="2562047h47m16s")
+        result = subprocess.run(
+            [sys.executable, "-m", "hookbus", "--home", str(home), "emit", "Stop", "--input", os.devnull],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert [entry["status"] for entry in read_log(home)] == ["done"]
