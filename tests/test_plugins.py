@@ -193,7 +193,7 @@ def test_what_each_built_in_provides(make_bus: Maker) -> None:
     assert set(infos["workflow"].provides) == {"runner:workflow_id", "runner:workflow", "config checks"}
     assert set(infos["prompt"].provides) == {"runner:prompt", "prompt provider", "config checks"}
     assert infos["resolver"].provides == ("resolver",)
-    assert set(infos["recorder"].provides) == {"recorder", "run reader"}
+    assert set(infos["recorder"].provides) == {"recorder", "run reader", "config checks"}
 
 
 def test_hookbus_plugins_lists_the_built_ins(home: Path) -> None:
