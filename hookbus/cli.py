@@ -480,12 +480,19 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "fire an event and print the decision (exit 2 on deny)",
         "Fire EVENT with the envelope from --input (a file, or - for stdin) and print the "
         "decision as one JSON object. Exit 0 for allow, context and modify, 2 for deny, 1 for "
-        "a usage or config error. Async hooks finish before it exits.",
+        "a usage or config error, 130 or 143 when SIGINT or SIGTERM stopped it (the hooks are "
+        "killed and their fires recorded as interrupted). Async hooks finish before it exits.",
         _add_emit,
     ),
     "list": ("show hooks, their state and last fire", None, _defaults(cmd_list)),
     "validate": ("check hook specs; exit 1 if any is invalid", None, _add_validate),
-    "trigger": ("fire one hook now (recorded as an async fire)", None, _add_trigger),
+    "trigger": (
+        "fire one hook now (recorded as an async fire)",
+        "Fire hook ID now, whatever its trigger, and print its record as one JSON object. Exit "
+        "0 when it ran without error, 1 when it failed or on a usage error, 130 or 143 when "
+        "SIGINT or SIGTERM stopped it.",
+        _add_trigger,
+    ),
     "log": ("show recorded fires", None, _add_log),
     "plugins": (
         "list plugins: name, distribution, version, status and what each provides",

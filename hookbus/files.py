@@ -15,6 +15,8 @@ import attrs
 from hookbus.converter import json_type_name
 from hookbus.errors import SpecError, json_limit_message
 from hookbus.jsontext import LONE_SURROGATE
+from hookbus.permissions import check_permissions
+from hookbus.trust import entry_refusals
 
 if TYPE_CHECKING:
     from hookbus.home import Home
@@ -179,9 +181,6 @@ def read_config_file(home: Home, name: str, cap: int = MAX_SPEC_BYTES) -> tuple[
     ``config/`` is owned by another user or writable by group or others (a workflow may run
     a script kept beside it), or the file is a symbolic link or not a regular file.
     """
-    from hookbus.permissions import check_permissions
-    from hookbus.trust import entry_refusals
-
     try:
         dir_fd = os.open(home.config_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -236,10 +235,9 @@ def config_signature(home: Home) -> tuple[tuple[str, tuple[int, ...] | None], ..
     aside), not followed."""
     from hookbus.loader import is_ignored_name
 
-    directory = _lstat_signature(home.config_dir)
-    # The directory's owner and mode, not its times: an editor's scratch file coming and
-    # going is no change to the configuration.
-    found: list[tuple[str, tuple[int, ...] | None]] = [("", directory and directory[:1] + directory[4:])]
+    # The directory's identity, owner and mode, not its times: an editor's scratch file
+    # coming and going is no change to the configuration.
+    found: list[tuple[str, tuple[int, ...] | None]] = [("", _lstat_signature(home.config_dir, times=False))]
     try:
         names = sorted(name for name in os.listdir(home.config_dir) if not is_ignored_name(name))
     except OSError:
@@ -248,12 +246,13 @@ def config_signature(home: Home) -> tuple[tuple[str, tuple[int, ...] | None], ..
     return tuple(found)
 
 
-def _lstat_signature(path: Path) -> tuple[int, ...] | None:
+def _lstat_signature(path: Path, times: bool = True) -> tuple[int, ...] | None:
     try:
         info = os.lstat(path)
     except OSError:
         return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
+    identity = (info.st_ino, info.st_mode, info.st_uid)
+    return (*identity, info.st_size, info.st_mtime_ns, info.st_ctime_ns) if times else identity
 
 
 def decode_document(data: bytes, kind: str) -> Any:

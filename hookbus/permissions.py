@@ -1,4 +1,7 @@
-"""sshd-style StrictModes for hook files: only you (or root) may decide what runs as you."""
+"""sshd-style StrictModes for hook files: only you (or root) may decide what runs as you.
+
+``owner_refusal`` and ``loose_refusal`` are the two checks; every file hookbus must not
+obey (or write through) when another user could change it goes through them."""
 
 from __future__ import annotations
 
@@ -8,6 +11,23 @@ from pathlib import Path
 
 #: settings.json key that relaxes the mode check (never the ownership check).
 STRICT_MODES_SETTING = "hooks_strict_modes"
+
+
+def owner_refusal(info: os.stat_result) -> str | None:
+    """``is owned by uid N, not by you (uid M) or root``, or None when you or root own it."""
+    me = os.geteuid()
+    if info.st_uid in (me, 0):
+        return None
+    return f"is owned by uid {info.st_uid}, not by you (uid {me}) or root"
+
+
+def loose_refusal(info: os.stat_result) -> str | None:
+    """``is writable by group (mode 0664)``, or None when only its owner can write it."""
+    loose = info.st_mode & 0o022
+    if not loose:
+        return None
+    who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[loose]
+    return f"is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
 
 
 def check_permissions(
@@ -20,18 +40,13 @@ def check_permissions(
     writable by group or others. With strict modes off, the latter loads with a warning.
     ``relaxable`` says whether the settings.json escape hatch applies (only to hooks).
     """
-    me = os.geteuid()
-    if info.st_uid not in (me, 0):
-        return (
-            f"is owned by uid {info.st_uid}, not by you (uid {me}) or root; hooks run as you, "
-            f"so only you may define them: run `chown {me} {path}`",
-            None,
-        )
-    loose = info.st_mode & 0o022
-    if not loose:
+    foreign = owner_refusal(info)
+    if foreign is not None:
+        me = os.geteuid()
+        return f"{foreign}; hooks run as you, so only you may define them: run `chown {me} {path}`", None
+    what = loose_refusal(info)
+    if what is None:
         return None, None
-    who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[loose]
-    what = f"is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
     if strict_modes or not relaxable:
         hatch = f' (or set "{STRICT_MODES_SETTING}": false in settings.json)' if relaxable else ""
         return f"{what}, who could then decide what runs as you: run `chmod go-w {path}`{hatch}", None

@@ -65,7 +65,8 @@ _GROUP_OPTION: dict[str, Any] = (
 def _find_bash() -> str:
     """The first bash on PATH that no other user could have put there or changed: a PATH
     holding a directory others can write (or ".") must not choose what every hook runs."""
-    from hookbus.trust import owner_refusal, path_refusal
+    from hookbus.permissions import loose_refusal, owner_refusal
+    from hookbus.trust import path_refusal
 
     for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
         if not os.path.isabs(directory):
@@ -78,7 +79,7 @@ def _find_bash() -> str:
             info = os.stat(real)
         except OSError:
             continue
-        if owner_refusal(info) or info.st_mode & 0o022 or path_refusal(Path(real).parent):
+        if owner_refusal(info) or loose_refusal(info) or path_refusal(Path(real).parent):
             continue
         if path_refusal(Path(directory)) is None:
             return candidate
@@ -251,6 +252,7 @@ class _Supervision:
             self.cancel.on_cancel(self._kill_on_cancel) if self.cancel is not None else None
         )
         timed_out = False
+        group_killed = False
         try:
             for fd in self.readers:
                 os.set_blocking(fd, False)
@@ -266,15 +268,17 @@ class _Supervision:
                 # Leftovers of the group die with the hook; the child, unreaped, keeps the
                 # group id from being reused until this signal is sent.
                 self._signal(signal.SIGKILL)
+            group_killed = True
             if self.readers:
                 self._let_go_of_the_pipes()
         finally:
             if forget_cancel is not None:
                 forget_cancel()
             with self.reap_lock:
-                # Normally a no-op (the group is already killed); after an unexpected error
-                # above it is what stops the hook, before the reap makes its ids reusable.
-                self._signal_locked(signal.SIGKILL)
+                if not group_killed:
+                    # After an unexpected error above: stop the hook before the reap makes
+                    # its ids reusable.
+                    self._signal_locked(signal.SIGKILL)
                 self.reaped = True
                 self.proc.wait()
             self._close()

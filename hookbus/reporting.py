@@ -20,8 +20,8 @@ class ReportOnce:
     again, nor is its next recovery; after that quiet period it is reported afresh.
 
     A failure that loses something (a record the disk refused) says so with ``lost``: the
-    losses are counted (``lost_total``, and by key in ``lost_by_key``), the report says how
-    many so far, and the recovery how many were lost since the last recovery was told.
+    losses are counted by key (``lost_by_key``), the report says how many so far, and the
+    recovery how many were lost since the last recovery was told.
     """
 
     def __init__(self, log: logging.Logger = logger, quiet_seconds: float = QUIET_SECONDS) -> None:
@@ -32,14 +32,12 @@ class ReportOnce:
         self._recovery_told: set[str] = set()
         #: What each key lost since its last recovery was told.
         self._lost: dict[str, int] = {}
-        self.lost_total = 0
         self.lost_by_key: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def failed(self, key: str, message: str, lost: int = 0) -> None:
         with self._lock:
             if lost:
-                self.lost_total += lost
                 self.lost_by_key[key] = self.lost_by_key.get(key, 0) + lost
                 lost = self._lost[key] = self._lost.get(key, 0) + lost
             if key in self._failing:

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from hookbus.permissions import check_permissions
+from hookbus.permissions import check_permissions, loose_refusal, owner_refusal
 
 #: Symbolic links followed while resolving the home's path, at most (the kernel's limit).
 MAX_LINK_HOPS = 40
@@ -29,21 +29,6 @@ MAX_CHECKED_DEPTH = 8
 STATE_FILES = ("state.json",)
 
 
-def owner_refusal(info: os.stat_result) -> str | None:
-    me = os.geteuid()
-    if info.st_uid in (me, 0):
-        return None
-    return f"is owned by uid {info.st_uid}, not by you (uid {me}) or root"
-
-
-def _loose(info: os.stat_result) -> str | None:
-    loose = info.st_mode & 0o022
-    if not loose:
-        return None
-    who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[loose]
-    return f"is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
-
-
 def path_refusal(path: Path) -> tuple[Path, str] | None:
     """Why ``path`` (a directory, normally the home) is not safe to take orders from, as
     (the offending directory or link, why and how to fix it), or None: it and every
@@ -54,7 +39,7 @@ def path_refusal(path: Path) -> tuple[Path, str] | None:
         for directory, info, is_target in walk(Path(os.path.abspath(path))):
             refusal = owner_refusal(info)
             if refusal is None and not stat.S_ISLNK(info.st_mode):
-                refusal = _loose(info)
+                refusal = loose_refusal(info)
                 if refusal is not None and not is_target and info.st_mode & stat.S_ISVTX:
                     refusal = None  # like /tmp: others cannot replace what is yours in it
             if refusal is not None:
@@ -103,6 +88,13 @@ def walk(path: Path) -> Iterator[tuple[Path, os.stat_result, bool]]:
         yield current, info, not pending
 
 
+def _nearest_existing(path: Path) -> Path:
+    """``path``, or the closest directory above it that exists."""
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
 Findings = list[tuple[Path, str]]
 
 
@@ -113,28 +105,28 @@ def entry_refusals(
     ``(refusals, warnings)`` as (path, message). Subdirectories are checked too; a symbolic
     link is checked by where it leads. ``skip`` names entries of the top directory itself
     that are not checked (state.json, which hookbus writes and never runs)."""
-    refusals: Findings = []
-    warnings: Findings = []
-    check = _EntryCheck(strict_modes, relaxable, refusals, warnings)
+    check = _EntryCheck(strict_modes, relaxable)
     check.directory(dir_fd, shown, skip, 0)
-    return refusals, warnings
+    return check.refusals, check.warnings
 
 
 class _EntryCheck:
-    """One walk of a directory tree, with its budget of entries."""
+    """One walk of a directory tree, with its budget of entries and what it found."""
 
-    def __init__(self, strict_modes: bool, relaxable: bool, refusals: Findings, warnings: Findings) -> None:
+    def __init__(self, strict_modes: bool, relaxable: bool) -> None:
         self.strict_modes = strict_modes
         self.relaxable = relaxable
-        self.refusals = refusals
-        self.warnings = warnings
+        self.refusals: Findings = []
+        self.warnings: Findings = []
         self.budget = MAX_CHECKED_ENTRIES
 
     def directory(self, dir_fd: int, shown: Path, skip: tuple[str, ...], depth: int) -> None:
         with os.scandir(dir_fd) as entries:
             names = sorted(entry.name for entry in entries)
+        # The temp files a state.json writer makes (".state.json.<pid>.<n>.tmp") go with it.
+        temporaries = tuple(f".{name}." for name in skip)
         for name in names:
-            if name in skip or (skip and name.startswith(".state.json.")):
+            if name in skip or (temporaries and name.startswith(temporaries)):
                 continue
             self.budget -= 1
             if self.budget < 0:
@@ -189,12 +181,19 @@ def _link_refusal(dir_fd: int, name: str, shown: Path) -> str | None:
     try:
         info = os.stat(resolved)
     except OSError:
-        return None  # a dangling link runs nothing (a command using it fails to start)
+        # Dangling: it runs nothing now, but whoever can create the target later decides
+        # what it runs then. Safe only where nobody else can create it (not in /tmp, sticky
+        # or not, nor in a directory still to be made there).
+        unsafe = path_refusal(_nearest_existing(resolved.parent))
+        if unsafe is None:
+            return None
+        where, why = unsafe
+        return f"is a symbolic link to {resolved}, which does not exist, and {where} {why}"
     unsafe = path_refusal(resolved if stat.S_ISDIR(info.st_mode) else resolved.parent)
     if unsafe is not None:
         where, why = unsafe
         return f"is a symbolic link to {resolved}, and {where} {why}"
-    refusal = owner_refusal(info) or _loose(info)
+    refusal = owner_refusal(info) or loose_refusal(info)
     if refusal is not None:
         return f"is a symbolic link to {resolved}, which {refusal}: copy the file into the hook's directory"
     return None

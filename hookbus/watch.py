@@ -186,9 +186,11 @@ class HomeWatcher:
         of any of them can change what may be obeyed."""
         home = self.home
         try:
+            # Who owns each directory and its mode, not its times: a file made or renamed
+            # in the home (settings.json saved, a hook's log written there) is no change to
+            # who may write it.
             chain: object = tuple(
-                (str(path), info.st_ino, info.st_mode, info.st_uid, info.st_ctime_ns)
-                for path, info, _ in trust_walk(home.root)
+                (str(path), info.st_ino, info.st_mode, info.st_uid) for path, info, _ in trust_walk(home.root)
             )
         except OSError as exc:
             chain = ("unreadable", exc.errno)

@@ -110,6 +110,37 @@ def live_processes_in_group(pgid: int) -> list[int]:
     return alive
 
 
+def processes_with(marker: str, value: str) -> list[int]:
+    """Living (not zombie) processes whose environment holds ``marker=value``: how a test
+    finds what its hooks left running (hooks inherit the environment), escapees included."""
+    needle = f"{marker}={value}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            if needle not in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                continue
+        except OSError:
+            continue
+        if is_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+@pytest.fixture
+def safe_modes(home: Path) -> Iterator[None]:
+    """Whatever the umask, everything a test creates starts out as its owner alone can
+    write it (0644 / 0755), so that only what the test loosens is loose."""
+    old = os.umask(0o022)
+    home.chmod(0o755)
+    (home / "hooks").chmod(0o755)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 def is_alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

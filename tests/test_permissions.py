@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -35,16 +35,7 @@ ME = os.geteuid()
 # -- helpers ------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def strict_baseline(home: Path) -> Iterator[None]:
-    """Every file a test creates starts out safe (0644 / 0755), whatever the umask."""
-    old = os.umask(0o022)
-    home.chmod(0o755)
-    (home / "hooks").chmod(0o755)
-    try:
-        yield
-    finally:
-        os.umask(old)
+pytestmark = pytest.mark.usefixtures("safe_modes")
 
 
 def stop_spec(text: str, **fields: Any) -> str:

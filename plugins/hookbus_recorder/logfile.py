@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from hookbus.files import kind_of
+from hookbus.permissions import loose_refusal, owner_refusal
 from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord
 
@@ -285,19 +286,12 @@ def _not_a_regular_file(path: Path, mode: int) -> str:
 def _check_ours(info: os.stat_result, path: Path, what: str) -> None:
     """Refuse what another user could change: owned by someone but us or root, or
     writable by group or others."""
-    me = os.geteuid()
-    if info.st_uid not in (me, 0):
-        raise LogRefused(
-            f"{path} is owned by uid {info.st_uid}, not by you (uid {me}) or root, who could then "
-            f"redirect or rewrite {what}: run chown {me} {path}"
-        )
-    loose = info.st_mode & 0o022
-    if loose:
-        who = {0o022: "group and others", 0o020: "group", 0o002: "others"}[loose]
-        raise LogRefused(
-            f"{path} is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o}), who could then "
-            f"redirect or rewrite {what}: run chmod go-w {path}"
-        )
+    foreign = owner_refusal(info)
+    if foreign is not None:
+        raise LogRefused(f"{path} {foreign}, who could then redirect or rewrite {what}: run chown {os.geteuid()} {path}")
+    loose = loose_refusal(info)
+    if loose is not None:
+        raise LogRefused(f"{path} {loose}, who could then redirect or rewrite {what}: run chmod go-w {path}")
 
 
 # -- reading: no link followed, no FIFO opened, lines capped ------------------------------

@@ -69,7 +69,7 @@ class RecordWriter:
     @property
     def lost_records(self) -> int:
         """Records the log could not take since this process started (all homes)."""
-        return self._report.lost_total
+        return sum(self._report.lost_by_key.values())
 
     def acquire(self) -> None:
         with self._condition:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from attackkit import FIGURES, attack, scale
-from conftest import HookWriter, is_alive, read_log, read_state
+from conftest import HookWriter, is_alive, processes_with, read_log, read_state
 from hookbus import HookBus, hookimpl
 from hookbus.decision import Decision
 from hookbus.process import run_bash, run_process
@@ -48,23 +48,6 @@ MARKER = "HOOKBUS_ATTACK_PROCESS"
 #: A generous "did not hang" bound: the escapee sleeps far longer than this.
 PROMPT_SECONDS = 10.0
 ESCAPEE_SLEEP = "60"
-
-
-def processes_with(marker: str, value: str) -> list[int]:
-    """Living (not zombie) processes whose environment holds ``marker=value``."""
-    needle = f"{marker}={value}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            if needle not in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
-                continue
-        except OSError:
-            continue
-        if is_alive(int(name)):
-            found.append(int(name))
-    return found
 
 
 def end_processes_with(marker: str, value: str, within: float = 10.0) -> None:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -30,16 +30,7 @@ HOOKBUS = str(Path(sys.executable).parent / "hookbus")
 DENY = "echo 'guarded' >&2; exit 2"
 
 
-@pytest.fixture(autouse=True)
-def safe_modes(home: Path) -> Iterator[None]:
-    """Whatever the umask, everything starts out as its owner alone can write it."""
-    old = os.umask(0o022)
-    home.chmod(0o755)
-    (home / "hooks").chmod(0o755)
-    try:
-        yield
-    finally:
-        os.umask(old)
+pytestmark = pytest.mark.usefixtures("safe_modes")
 
 
 def write_guard(write_hook: Writer) -> None:
@@ -511,3 +502,29 @@ def test_a_log_path_others_can_redirect_is_reported_before_a_fire_is_lost(
             needle = f"logs/hooks: is owned by uid {FOREIGN_UID}"
         bus = make_bus()
         assert_loud(home, bus, needle)
+
+
+@pytest.mark.parametrize("target", ["a file not yet made in /tmp", "a file in a directory not yet made in /tmp"])
+def test_a_dangling_link_others_could_fill_in_is_refused(
+    target: str, home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    with attack(2, f"hook directory: a dangling link to {target}"):
+        import tempfile
+        import uuid
+
+        # Another user can create the missing target later, and the watcher would not see it.
+        name = f"hookbus-attack-{uuid.uuid4().hex}"
+        missing = Path(tempfile.gettempdir()) / name / "check.sh" if "directory" in target else Path(tempfile.gettempdir()) / f"{name}.sh"
+        write_hook("guarded", mode="sync", blocking=True, command='"$HOOKBUS_HOOK_DIR/check.sh"')
+        (home / "hooks" / "guarded" / "check.sh").symlink_to(missing)
+        bus = make_bus()
+        assert "guarded" not in bus.snapshot.hooks
+        [problem] = [p for p in bus.problems if p.hook_id == "guarded"]
+        assert "which does not exist" in problem.message
+
+
+def test_a_dangling_link_into_a_safe_directory_loads(home: Path, tmp_path: Path, write_hook: Writer, make_bus: Maker) -> None:
+    with attack(2, "hook directory: a dangling link into a directory only you can write"):
+        write_hook("guarded", mode="sync", blocking=True, command='"$HOOKBUS_HOOK_DIR/check.sh"')
+        (home / "hooks" / "guarded" / "check.sh").symlink_to(tmp_path / "not-yet.sh")
+        assert "guarded" in make_bus().snapshot.hooks

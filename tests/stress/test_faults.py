@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator, Literal
 import pytest
 
 import stresskit
-from conftest import read_log, read_state
+from conftest import processes_with, read_log, read_state
 from hookbus import HookBus
 from hookbus.bus import NOT_BLOCKING_NOTE
 from hookbus.chat_stub import StubChatServer, StubReply
@@ -316,24 +316,6 @@ def params() -> list[Any]:
 
 
 # -- what a run leaves behind ----------------------------------------------------------------
-
-
-def processes_with(marker: str, value: str) -> list[int]:
-    """Living (not zombie) processes whose environment holds ``marker=value``."""
-    needle = f"{marker}={value}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            if needle not in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
-                continue
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            found.append(int(name))
-    return found
 
 
 def end_processes(pids: list[int]) -> None:
