@@ -400,3 +400,17 @@ def test_hookbus_watch_prints_each_load_skip_and_error(home: Path) -> None:
         stderr = process.stderr.read()
         process.stderr.close()
     assert "Traceback" not in stderr
+
+
+def test_a_file_made_in_the_home_reloads_nothing(home: Path, watching: HookBus) -> None:
+    """The home's owner and mode are watched (who may write it decides what is obeyed), not
+    its times: a hook appending to ~/.vix/subagents.log, as the spec's example does, or a
+    log directory being made, is no reason to reload every hook."""
+    bus = watching
+    generation = bus.generation
+    (home / "subagents.log").write_text("reviewer finished\n")
+    (home / "notes").mkdir()
+    assert not bus.wait_for_reload(generation, 0.6)
+    home.chmod(0o775)  # but this is: nothing in the home may be obeyed now
+    assert bus.wait_for_reload(generation, 5)
+    assert any(str(home) in str(problem) for problem in bus.problems)
