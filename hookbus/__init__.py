@@ -13,9 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hookbus.hookspecs import hookimpl, hookspec
-
 if TYPE_CHECKING:
+    from hookbus.hookspecs import hookimpl, hookspec
     from hookbus.bus import HookBus
     from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_object
     from hookbus.decision import ALLOW, Decision, HookResult, Outcome
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
         EnvelopeError,
         HookBusError,
         HookNotFoundError,
+        HooksDisabledError,
         PluginError,
         Problem,
         SpecError,
@@ -59,6 +59,7 @@ _WHERE = {
     "EnvelopeError": "hookbus.errors",
     "HookBusError": "hookbus.errors",
     "HookNotFoundError": "hookbus.errors",
+    "HooksDisabledError": "hookbus.errors",
     "PluginError": "hookbus.errors",
     "Problem": "hookbus.errors",
     "SpecError": "hookbus.errors",
@@ -81,6 +82,8 @@ _WHERE = {
     "Hook": "hookbus.spec",
     "HookSpec": "hookbus.spec",
     "Trigger": "hookbus.spec",
+    "hookimpl": "hookbus.hookspecs",
+    "hookspec": "hookbus.hookspecs",
 }
 
 __all__ = [
@@ -98,6 +101,7 @@ __all__ = [
     "HookBusError",
     "HookCall",
     "HookNotFoundError",
+    "HooksDisabledError",
     "HookResult",
     "HookSpec",
     "Outcome",

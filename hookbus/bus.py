@@ -20,11 +20,13 @@ from hookbus.errors import (
     EnvelopeError,
     HookBusError,
     HookNotFoundError,
+    HooksDisabledError,
     PluginError,
     Problem,
     UnknownEventError,
 )
-from hookbus.events import EVENT_NAMES, EVENTS, check_modify_input
+from hookbus.eventnames import unknown_event_message
+from hookbus.events import EVENTS, check_modify_input
 from hookbus.home import Home
 from hookbus.jsontext import strict_json
 from hookbus.plugins import (
@@ -44,6 +46,8 @@ from hookbus.settings import Settings, env_disables_hooks
 from hookbus.spec import Hook
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from hookbus.prompts import PromptRequest, PromptResult
     from hookbus.workers import AsyncWorkers, ElasticThreads, StartedJob
 
@@ -362,9 +366,7 @@ class HookBus:
         index = snapshot.index.get(event)
         if index is None:
             if event not in EVENTS:
-                raise UnknownEventError(
-                    f"unknown event {event!r}; events are {', '.join(EVENT_NAMES)}"
-                )
+                raise UnknownEventError(unknown_event_message(event))
             return ALLOW
         assert envelope is not None
         # Recursion guard: a vix-initiated thread's own tool calls never fire hooks.
@@ -375,24 +377,33 @@ class HookBus:
             return ALLOW
         return self._fire(event, envelope, hooks, snapshot.settings)
 
-    async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
-        """``emit`` for asyncio: sync hooks run in a thread of their own, never on the loop
-        (and never queued behind other emits, as the loop's default executor would)."""
+    def submit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Future[Decision]:
+        """``emit`` without waiting: a Future of the Decision. It is done already when no
+        sync hook matched (async ones are submitted, as by emit); otherwise the sync hooks
+        run on a thread of their own, never queued behind other emits. What emit raises at
+        once (UnknownEventError, EnvelopeError, BusClosedError), submit raises too."""
         snapshot = self._snapshot
         index = snapshot.index.get(event)
         envelope = check_envelope(envelope)
         if self._closed or index is None or envelope.get("origin") == "vix":
-            return self.emit(event, envelope)  # cheap: raises or returns ALLOW at once
+            return _done(self.emit(event, envelope))  # cheap: raises or returns ALLOW at once
         hooks = index.match(envelope)
         if not hooks:
-            return ALLOW
+            return _allowed()
+        settings = snapshot.settings
         if not any(hook.is_sync for hook in hooks):
-            return self._fire(event, envelope, hooks, snapshot.settings)  # only submits
+            return _done(self._fire(event, envelope, hooks, settings))  # only submits
+        return self._threads().submit(lambda: self._fire(event, envelope, hooks, settings)).future
+
+    async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
+        """``emit`` for asyncio: sync hooks run in a thread of their own, never on the loop
+        (and never queued behind other emits, as the loop's default executor would)."""
+        future = self.submit(event, envelope)
+        if future.done():
+            return future.result()
         import asyncio  # only asyncio embedders pay for importing it
 
-        settings = snapshot.settings
-        job = self._threads().submit(lambda: self._fire(event, envelope, hooks, settings))
-        decision: Decision = await asyncio.wrap_future(job.future)
+        decision: Decision = await asyncio.wrap_future(future)
         return decision
 
     def _fire(
@@ -679,7 +690,7 @@ class HookBus:
         snapshot = self._snapshot
         reason = snapshot.settings.disabled_reason
         if reason:
-            raise HookBusError(f"hooks are disabled: {reason}")
+            raise HooksDisabledError(f"hooks are disabled: {reason}")
         hook = snapshot.hooks.get(hook_id)
         if hook is None:
             known = ", ".join(snapshot.hooks) or "none"
@@ -864,3 +875,18 @@ def _async_record(
         decision=outcome.as_dict(),
         manual=manual,
     )
+
+
+def _done(decision: Decision) -> Future[Decision]:
+    from concurrent.futures import Future  # only submit and aemit need it
+
+    future: Future[Decision] = Future()
+    future.set_result(decision)
+    return future
+
+
+@functools.lru_cache(maxsize=None)
+def _allowed() -> Future[Decision]:
+    """What ``submit`` returns when nothing matched: one finished Future, shared (a Future
+    costs a lock and a condition to make)."""
+    return _done(ALLOW)

@@ -10,15 +10,15 @@ outputs may come from a model, and a terminal obeys the escape sequences in them
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 from hookbus.terminal import printable, printable_json
 
 if TYPE_CHECKING:
+    import contextlib
+
     from hookbus.bus import HookBus
     from hookbus.records import RunRecord
 
@@ -79,6 +79,8 @@ def _read_envelope(source: str | None) -> dict[str, Any]:
 
 def _open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
     """The bus of ``--home``. ``quiet``: the verb prints load problems itself."""
+    import logging
+
     from hookbus.bus import HookBus
 
     if quiet:
@@ -95,8 +97,12 @@ class _Interrupts:
     def __init__(self) -> None:
         self.signum: int | None = None
 
-    @contextlib.contextmanager
-    def watching(self, bus: HookBus) -> Iterator[None]:
+    def watching(self, bus: HookBus) -> contextlib.AbstractContextManager[None]:
+        import contextlib
+
+        return contextlib.contextmanager(self._watching)(bus)
+
+    def _watching(self, bus: HookBus) -> Iterator[None]:
         import signal
         import threading
 
@@ -118,12 +124,23 @@ class _Interrupts:
         return 128 + self.signum if self.signum is not None else code
 
 
-def cmd_emit(args: argparse.Namespace) -> int:
-    from hookbus.events import EVENTS
+#: Environment variables that change what a bus does. A server has its own environment, so
+#: an emit whose environment sets one runs in-process, where it takes effect.
+IN_PROCESS_ENVIRONMENT = ("VIX_DISABLE_HOOKS", "HOOKBUS_DISABLE_PLUGINS", "HOOKBUS_LOAD_PLUGINS")
 
-    if args.event not in EVENTS:
-        raise UsageError(f"unknown event {args.event!r}; events are {', '.join(EVENTS)}")
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from hookbus.eventnames import EVENT_NAMES, unknown_event_message
+
+    if args.event not in EVENT_NAMES:
+        raise UsageError(unknown_event_message(args.event))
     envelope = _read_envelope(args.input)
+    served = _emit_via_server(args, envelope)
+    if served is not None:
+        return served
+    from hookbus.console import log_to_stderr
+
+    log_to_stderr()
     bus = _open_bus(args)
     drain = max(
         (hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0
@@ -137,6 +154,59 @@ def cmd_emit(args: argparse.Namespace) -> int:
         finally:
             bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
     return interrupts.exit_code(2 if decision.behavior == "deny" else 0)
+
+
+def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int | None:
+    """Emit through a live ``hookbus serve`` of the same home: print the decision and
+    return the exit code. None when there is none to use: emit runs in-process."""
+    import os
+
+    if args.no_server or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
+        return None
+    from hookbus.client import Client, NoServer, RemoteError
+    from hookbus.protocol import SHUTTING_DOWN
+    from hookbus.rendezvous import home_root
+
+    home = home_root(args.home)
+    try:
+        client = Client(args.socket, home=home)
+    except NoServer:
+        return None
+    except OSError as exc:
+        _warn(f"hookbus emit: not using the server: {exc}; running in-process")
+        return None
+    with client:
+        try:
+            served = client.ping().get("home")
+        except (OSError, ValueError, RemoteError):
+            return None  # it is stopping: nothing was run, so in-process is safe
+        if not _same_directory(served, home):
+            _warn(f"hookbus emit: the server on {client.path} serves {served}, not {home}; running in-process")
+            return None
+        try:
+            decision = client.emit(args.event, envelope)
+        except RemoteError as exc:
+            if exc.code == SHUTTING_DOWN:
+                return None  # refused, so not run
+            raise UsageError(str(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"the server on {client.path} failed before answering (its hooks may have run): {exc}") from None
+    print(_json_line(decision))
+    sys.stdout.flush()
+    return 2 if decision.get("behavior") == "deny" else 0
+
+
+def _same_directory(first: object, second: str) -> bool:
+    import os
+
+    try:
+        return isinstance(first, str) and os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
+def _warn(text: str) -> None:
+    print(printable(text), file=sys.stderr)
 
 
 def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
@@ -394,12 +464,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     from hookbus.bus import HookBus
 
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(_PrintableFormatter("%(asctime)s.%(msecs)03d %(message)s", "%H:%M:%S"))
-    log = logging.getLogger("hookbus")
-    log.handlers[:] = [handler]
-    log.setLevel(logging.INFO)
-    log.propagate = False
+    from hookbus.console import log_everything_to
+
+    log_everything_to(sys.stdout)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -424,26 +491,38 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from hookbus.serve import serve
+
+    logging.getLogger("hookbus").setLevel(logging.INFO)  # reloads and refusals, for the journal
+    return serve(args.home, args.socket)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from hookbus.demo import run_demo
 
     return run_demo(keep=args.keep)
 
 
-class _PrintableFormatter(logging.Formatter):
-    """Log lines for a terminal: the message's escape sequences shown, not obeyed."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record), keep="\n")
-
-
 _INPUT_HELP = "the JSON envelope (default: stdin if piped)"
+
+
+_SOCKET_HELP = "the server's socket (default: $HOOKBUS_SOCKET, else HOME/run/hookbus.sock)"
 
 
 def _add_emit(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("event", help="PreToolUse, UserPromptSubmit, Stop, ...")
     parser.add_argument("--input", metavar="FILE|-", help=_INPUT_HELP)
+    parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP + "; used when a server answers there")
+    parser.add_argument("--no-server", action="store_true", help="run in this process even if a server answers")
     parser.set_defaults(func=cmd_emit)
+
+
+def _add_serve(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
+    parser.set_defaults(func=cmd_serve)
 
 
 def _add_validate(parser: argparse.ArgumentParser) -> None:
@@ -481,7 +560,10 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "Fire EVENT with the envelope from --input (a file, or - for stdin) and print the "
         "decision as one JSON object. Exit 0 for allow, context and modify, 2 for deny, 1 for "
         "a usage or config error, 130 or 143 when SIGINT or SIGTERM stopped it (the hooks are "
-        "killed and their fires recorded as interrupted). Async hooks finish before it exits.",
+        "killed and their fires recorded as interrupted). Async hooks finish before it exits. "
+        "When a `hookbus serve` of the same home answers on the socket, the server runs the "
+        "hooks (same output, same exit codes; async hooks finish there); --no-server runs "
+        "them here.",
         _add_emit,
     ),
     "list": ("show hooks, their state and last fire", None, _defaults(cmd_list)),
@@ -509,6 +591,16 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "Run the bus with its watcher and print one line for each load, reload, removal, "
         "skip and error, with the reason. Ctrl-C stops it.",
         _defaults(cmd_watch),
+    ),
+    "serve": (
+        "serve this home's hooks on a Unix socket (JSON-RPC 2.0, one object per line)",
+        "Hold one watching bus and answer emit, trigger, ping and reload requests on a Unix "
+        "socket, for any process of this user (or root), in any language; see "
+        "docs/protocol.md. Prints 'hookbus serve: listening on PATH' on stderr when ready. "
+        "SIGTERM or SIGINT: stop accepting, finish what is running, record every fire, "
+        "remove the socket and exit 0 (a second one kills the hooks still running). SIGHUP: "
+        "reload. Exit 1 if it cannot start, another server holding this home included.",
+        _add_serve,
     ),
     "demo": ("play an agent loop against example hooks in a throwaway home", None, _add_demo),
 }
@@ -568,17 +660,26 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_PrintableFormatter("hookbus: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    from hookbus.errors import HookBusError
+    if args.func is not cmd_emit:  # emit logs only if it runs in-process: a server is faster
+        from hookbus.console import log_to_stderr
 
+        log_to_stderr()
     try:
         result = args.func(args)
         assert isinstance(result, int)
         return result
-    except (UsageError, HookBusError) as exc:
-        print(printable(f"hookbus {args.verb}: {exc}"), file=sys.stderr)
-        return 1
+    except UsageError as exc:
+        return _failed(args.verb, exc)
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        # Not imported on emit's way to a server, and then nothing could have raised one.
+        errors = sys.modules.get("hookbus.errors")
+        if errors is not None and isinstance(exc, errors.HookBusError):
+            return _failed(args.verb, exc)
+        raise
+
+
+def _failed(verb: str, exc: Exception) -> int:
+    print(printable(f"hookbus {verb}: {exc}"), file=sys.stderr)
+    return 1

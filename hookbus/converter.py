@@ -15,39 +15,20 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import attrs
 
 from hookbus.errors import SpecError, SpecErrors
+from hookbus.jsontext import JSON_TYPE_NAMES
+from hookbus.jsontext import json_type_name as json_type_name  # runners import it from here
 
 if TYPE_CHECKING:
     import cattrs
 
 T = TypeVar("T")
 
-_JSON_TYPE_NAMES = {
-    str: "a string",
-    bool: "true or false",
-    int: "an integer",
-    float: "a number",
-    dict: "an object",
-    list: "an array",
-    type(None): "null",
-}
-
-
-def json_type_name(value: object) -> str:
-    """How a JSON user would name the type of ``value``."""
-    if isinstance(value, bool):
-        return "a boolean"
-    for python_type, name in _JSON_TYPE_NAMES.items():
-        if type(value) is python_type:
-            return name
-    return type(value).__name__
-
-
 def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[object, object], Any]:
     def structure(value: object, _: object) -> object:
         # bool is an int subclass; JSON true must not pass for a number.
         if type(value) not in accept:
             raise TypeError(
-                f"expected {_JSON_TYPE_NAMES[expected]}, got {json_type_name(value)}"
+                f"expected {JSON_TYPE_NAMES[expected]}, got {json_type_name(value)}"
             )
         return float(value) if expected is float else value  # type: ignore[arg-type]
 

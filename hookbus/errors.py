@@ -22,6 +22,10 @@ class HookNotFoundError(HookBusError, KeyError):
         return str(self.args[0])
 
 
+class HooksDisabledError(HookBusError):
+    """``trigger`` while every hook is off (settings.json or VIX_DISABLE_HOOKS)."""
+
+
 class PluginError(HookBusError):
     """A plugin is broken or conflicts with another; the message names the plugin(s)."""
 

@@ -7,7 +7,8 @@ from typing import Mapping
 
 import attrs
 
-from hookbus.converter import json_type_name
+from hookbus.eventnames import EVENT_NAMES as EVENT_NAMES  # re-exported: its home is here
+from hookbus.jsontext import json_type_name
 
 
 @attrs.frozen
@@ -39,7 +40,8 @@ _TABLE = (
 )
 
 EVENTS: Mapping[str, EventInfo] = MappingProxyType({e.name: e for e in _TABLE})
-EVENT_NAMES: tuple[str, ...] = tuple(EVENTS)
+if tuple(EVENTS) != EVENT_NAMES:
+    raise ImportError("hookbus.eventnames and hookbus.events name different events")
 BLOCKING_EVENTS: tuple[str, ...] = tuple(e.name for e in _TABLE if e.can_block)
 
 

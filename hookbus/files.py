@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 
-from hookbus.converter import json_type_name
+from hookbus.jsontext import json_type_name
 from hookbus.errors import SpecError, json_limit_message
 from hookbus.jsontext import LONE_SURROGATE
 from hookbus.permissions import check_permissions

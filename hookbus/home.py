@@ -7,6 +7,8 @@ from pathlib import Path
 
 import attrs
 
+from hookbus.rendezvous import home_root
+
 
 @attrs.frozen
 class Home:
@@ -31,8 +33,7 @@ class Home:
     @classmethod
     def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> Home:
         """The home named by ``explicit``, else ``$VIX_HOME``, else ``~/.vix``."""
-        chosen = explicit if explicit is not None else os.environ.get("VIX_HOME") or "~/.vix"
-        return cls(Path(chosen).expanduser().absolute())
+        return cls(Path(home_root(explicit)))
 
     def hook_dir(self, hook_id: str) -> Path:
         return self.hooks_dir / hook_id

@@ -13,6 +13,28 @@ from typing import Any
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: How a JSON user names each type a parsed document holds.
+JSON_TYPE_NAMES: dict[type, str] = {
+    str: "a string",
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    dict: "an object",
+    list: "an array",
+    type(None): "null",
+}
+
+
+def json_type_name(value: object) -> str:
+    """How a JSON user would name the type of ``value``."""
+    if isinstance(value, bool):
+        return "a boolean"
+    for python_type, name in JSON_TYPE_NAMES.items():
+        if type(value) is python_type:
+            return name
+    return type(value).__name__
+
+
 def strict_json(
     document: Any, indent: int | None = None, separators: tuple[str, str] | None = None
 ) -> bytes:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from hookbus.converter import json_type_name, structure
+from hookbus.converter import structure
+from hookbus.jsontext import json_type_name
 from hookbus.durations import parse_duration
 from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot, shorten
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS

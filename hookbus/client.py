@@ -1,0 +1,272 @@
+"""Python clients of ``hookbus serve``: ``Client`` (blocking) and ``AsyncClient`` (asyncio).
+
+    from hookbus.client import Client
+    with Client(home="~/.vix") as client:
+        decision = client.emit("PreToolUse", {"tool_name": "bash", "tool_input": {...}})
+        if decision["behavior"] == "deny": ...
+
+Results are the JSON the server sent: ``emit`` gives the decision object ``hookbus emit``
+prints, ``trigger`` the run record. Standard library only, so ``hookbus emit`` can use it
+without importing the engine; asyncio is imported only by ``AsyncClient``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import TYPE_CHECKING, Any
+
+from hookbus.protocol import (
+    MAX_LINE_BYTES,
+    NO_ID,
+    encode,
+    request,
+)
+from hookbus.rendezvous import NoServer, UntrustedPeer, connect, home_root, socket_path
+
+if TYPE_CHECKING:
+    import asyncio
+    import os
+
+__all__ = ["AsyncClient", "Client", "NoServer", "RemoteError", "UntrustedPeer"]
+
+#: How long connecting may take: a listening Unix socket accepts at once, or not at all.
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+class RemoteError(Exception):
+    """The server answered with an error: ``code`` is JSON-RPC's or hookbus's own
+    (``hookbus.protocol``), ``message`` says what, ``data`` is extra detail or None."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _outcome(response: Any) -> Any:
+    """The result of a response, or RemoteError for an error response."""
+    if not isinstance(response, dict):
+        raise ConnectionError(f"the server sent something that is not a response: {response!r:.200}")
+    error = response.get("error")
+    if error is not None:
+        if not isinstance(error, dict):
+            raise ConnectionError(f"the server sent a malformed error: {error!r:.200}")
+        raise RemoteError(int(error.get("code", 0)), str(error.get("message", "")), error.get("data"))
+    return response.get("result")
+
+
+class Client:
+    """One connection to ``hookbus serve``, one request at a time; not for sharing between
+    threads (give each thread its own, or use AsyncClient for many requests in flight).
+
+    The socket is ``path``, else ``$HOOKBUS_SOCKET``, else the default one of ``home``
+    (``HOME/run/hookbus.sock``; home: ``$VIX_HOME``, else ``~/.vix``). NoServer when
+    nothing listens there, UntrustedPeer when another user's process does. ``timeout``
+    bounds each request (None: wait as long as the hooks take); a request that times out
+    closes the client, since its answer would arrive later on the same connection.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        home: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.path = socket_path(None if path is None else str(path), home_root(home))
+        self._socket: socket.socket | None = connect(self.path, CONNECT_TIMEOUT_SECONDS)
+        self._socket.settimeout(timeout)
+        self._buffer = bytearray()
+        self._last_id = 0
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send one request and return its result; RemoteError if the server says no."""
+        sock = self._connected()
+        self._last_id += 1
+        wanted = self._last_id
+        try:
+            sock.sendall(encode(request(wanted, method, params)))
+            while True:
+                response = json.loads(self._read_line(sock))
+                if isinstance(response, dict) and response.get("id") in (wanted, None):
+                    return _outcome(response)
+        except (OSError, ValueError):
+            self.close()  # an answer may still be on its way: the connection is spent
+            raise
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification: the server runs it and answers nothing."""
+        self._connected().sendall(encode(request(NO_ID, method, params)))
+
+    def emit(self, event: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The decision for ``event``: ``{"behavior", "reason"?, "input"?, "context"?}``."""
+        result: dict[str, Any] = self.call("emit", {"event": event, "envelope": envelope or {}})
+        return result
+
+    def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Fire one hook now, whatever its trigger; its run record."""
+        result: dict[str, Any] = self.call("trigger", {"hook_id": hook_id, "envelope": envelope or {}})
+        return result
+
+    def ping(self) -> dict[str, Any]:
+        """``{"version", "generation", "home"}`` of the server."""
+        result: dict[str, Any] = self.call("ping")
+        return result
+
+    def reload(self) -> dict[str, Any]:
+        """Re-read every hook now; ``{"generation", "hooks", "problems"}`` afterwards."""
+        result: dict[str, Any] = self.call("reload")
+        return result
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connected(self) -> socket.socket:
+        if self._socket is None:
+            raise ConnectionError(f"the client of {self.path} is closed")
+        return self._socket
+
+    def _read_line(self, sock: socket.socket) -> bytes:
+        start = 0
+        while True:
+            end = self._buffer.find(b"\n", start)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                return line
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise ConnectionError(f"the server on {self.path} sent a line longer than {MAX_LINE_BYTES} bytes")
+            start = len(self._buffer)
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError(f"the server on {self.path} closed the connection before answering")
+            self._buffer += chunk
+
+
+class AsyncClient:
+    """One connection to ``hookbus serve`` for asyncio, with any number of requests in
+    flight: ``await client.emit(...)`` from as many tasks as you like. Make one with
+    ``await AsyncClient.connect(...)`` (same arguments as Client) and ``await
+    client.close()`` it, or use ``async with``."""
+
+    def __init__(self, path: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        import asyncio
+
+        self.path = path
+        self._reader = reader
+        self._writer = writer
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._last_id = 0
+        self._failure: BaseException | None = None
+        self._reading = asyncio.get_running_loop().create_task(self._read_responses())
+
+    @classmethod
+    async def connect(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        home: str | os.PathLike[str] | None = None,
+    ) -> AsyncClient:
+        import asyncio
+
+        chosen = socket_path(None if path is None else str(path), home_root(home))
+        # A Unix socket's connect does not wait on a network, so doing it here is brief.
+        sock = connect(chosen, CONNECT_TIMEOUT_SECONDS)
+        sock.setblocking(False)
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_LINE_BYTES + 1)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(chosen, reader, writer)
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        import asyncio
+
+        if self._failure is not None:
+            raise ConnectionError(f"the connection to {self.path} is closed: {self._failure}")
+        self._last_id += 1
+        wanted = self._last_id
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[wanted] = answer
+        try:
+            self._writer.write(encode(request(wanted, method, params)))
+            await self._writer.drain()
+            return await answer
+        finally:
+            self._pending.pop(wanted, None)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self._writer.write(encode(request(NO_ID, method, params)))
+        await self._writer.drain()
+
+    async def emit(self, event: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("emit", {"event": event, "envelope": envelope or {}})
+        return result
+
+    async def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("trigger", {"hook_id": hook_id, "envelope": envelope or {}})
+        return result
+
+    async def ping(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("ping")
+        return result
+
+    async def reload(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("reload")
+        return result
+
+    async def close(self) -> None:
+        import asyncio
+
+        self._reading.cancel()
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass  # already reset by the server: closed either way
+        try:
+            await self._reading
+        except asyncio.CancelledError:
+            pass
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _read_responses(self) -> None:
+        try:
+            while True:
+                line = await self._reader.readline()
+                if not line.endswith(b"\n"):
+                    raise ConnectionError(f"the server on {self.path} closed the connection")
+                response = json.loads(line)
+                wanted = response.get("id") if isinstance(response, dict) else None
+                answer = self._pending.get(wanted) if isinstance(wanted, int) else None
+                if answer is None:
+                    continue  # a null-id error answers no request of ours
+                if not answer.done():
+                    try:
+                        answer.set_result(_outcome(response))
+                    except (RemoteError, ConnectionError) as exc:
+                        answer.set_exception(exc)
+        except Exception as exc:
+            self._failure = exc
+            for answer in self._pending.values():
+                if not answer.done():
+                    answer.set_exception(ConnectionError(f"the connection to {self.path} failed: {exc}"))

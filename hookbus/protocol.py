@@ -1,0 +1,148 @@
+"""The wire protocol of ``hookbus serve``: JSON-RPC 2.0, one JSON object per line.
+
+Standard library only: ``hookbus emit`` imports this on its way to a live server, and its
+start-up is the figure it is judged by. ``docs/protocol.md`` is the user-facing contract.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from hookbus.jsontext import json_type_name
+
+JSONRPC_VERSION = "2.0"
+#: The longest line either side accepts, its newline excluded. A longer one is answered
+#: with REQUEST_TOO_LARGE and the connection is closed (its end cannot be found cheaply).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+# JSON-RPC 2.0's own codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+# hookbus's own, in the range JSON-RPC leaves to servers (-32000 to -32099).
+#: Any other error hookbus raises on purpose (a HookBusError); the message says what.
+HOOKBUS_ERROR = -32000
+#: ``trigger`` named a hook that is not loaded.
+HOOK_NOT_FOUND = -32001
+#: ``trigger`` while every hook is off (settings.json or VIX_DISABLE_HOOKS).
+HOOKS_DISABLED = -32002
+#: The server is stopping: it takes no new requests.
+SHUTTING_DOWN = -32003
+#: A line longer than MAX_LINE_BYTES; the connection is closed after this answer.
+REQUEST_TOO_LARGE = -32004
+#: The peer is neither the server's user nor root; sent once, before the connection closes.
+PERMISSION_DENIED = -32005
+
+ERROR_NAMES = {
+    PARSE_ERROR: "parse error",
+    INVALID_REQUEST: "invalid request",
+    METHOD_NOT_FOUND: "method not found",
+    INVALID_PARAMS: "invalid params",
+    INTERNAL_ERROR: "internal error",
+    HOOKBUS_ERROR: "hookbus error",
+    HOOK_NOT_FOUND: "hook not found",
+    HOOKS_DISABLED: "hooks disabled",
+    SHUTTING_DOWN: "shutting down",
+    REQUEST_TOO_LARGE: "request too large",
+    PERMISSION_DENIED: "permission denied",
+}
+
+METHODS = ("emit", "trigger", "ping", "reload")
+
+#: What ``Request.id`` is for a notification (a request without "id", which gets no answer).
+NO_ID: Any = object()
+
+_ID_TYPES = (str, int, type(None))
+
+
+class Request(NamedTuple):
+    id: Any
+    method: str
+    params: dict[str, Any]
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is NO_ID
+
+
+class ProtocolError(Exception):
+    """A request that cannot be run: answered with ``code`` and ``message``, under ``id``
+    (null when the request's own id could not be read)."""
+
+    def __init__(self, code: int, message: str, id: Any = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
+        self.data = data
+
+    def response(self) -> dict[str, Any]:
+        return error_response(self.id, self.code, self.message, self.data)
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as one line. ASCII, so a lone surrogate in a string (which JSON's
+    ``\\ud800`` can carry) stays an escape rather than making invalid UTF-8."""
+    return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def request(id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": JSONRPC_VERSION, "method": method}
+    if params is not None:
+        message["params"] = params
+    if id is not NO_ID:
+        message["id"] = id
+    return message
+
+
+def result_response(id: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": JSONRPC_VERSION, "id": id, "result": result}
+
+
+def error_response(id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": JSONRPC_VERSION, "id": id, "error": error}
+
+
+def parse_request(line: bytes) -> Request:
+    """The request on ``line`` (its newline removed); ProtocolError when it is not one."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(PARSE_ERROR, f"parse error: the line is not UTF-8 (byte {exc.start})") from None
+    try:
+        message = json.loads(text)
+    except RecursionError:
+        raise ProtocolError(PARSE_ERROR, "parse error: the JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
+    if isinstance(message, list):
+        raise ProtocolError(INVALID_REQUEST, "invalid request: batches are not supported; send one request per line")
+    if not isinstance(message, dict):
+        raise ProtocolError(INVALID_REQUEST, f"invalid request: a request is a JSON object, not {json_type_name(message)}")
+    id = message.get("id", NO_ID)
+    if id is not NO_ID and (not isinstance(id, _ID_TYPES) or isinstance(id, bool)):
+        raise ProtocolError(INVALID_REQUEST, f'invalid request: "id" must be a string, an integer or null, not {json_type_name(id)}')
+    answer_id = None if id is NO_ID else id
+    if message.get("jsonrpc") != JSONRPC_VERSION:
+        raise ProtocolError(INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"', answer_id)
+    method = message.get("method")
+    if method is None:
+        raise ProtocolError(INVALID_REQUEST, 'invalid request: "method" is missing', answer_id)
+    if not isinstance(method, str):
+        raise ProtocolError(INVALID_REQUEST, f'invalid request: "method" must be a string, not {json_type_name(method)}', answer_id)
+    unknown = sorted(set(message) - {"jsonrpc", "id", "method", "params"})
+    if unknown:
+        raise ProtocolError(INVALID_REQUEST, f"invalid request: unknown member {unknown[0]!r}", answer_id)
+    params = message.get("params", {})
+    if isinstance(params, list):
+        raise ProtocolError(INVALID_PARAMS, "invalid params: pass params by name, as an object", answer_id)
+    if not isinstance(params, dict):
+        raise ProtocolError(INVALID_PARAMS, f"invalid params: params must be an object, not {json_type_name(params)}", answer_id)
+    return Request(id, method, params)

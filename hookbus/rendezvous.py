@@ -1,0 +1,104 @@
+"""Where ``hookbus serve`` and its clients meet: the home, the socket's path, and Unix
+sockets that check who is at the other end.
+
+Standard library only: ``hookbus emit`` uses this on its way to a live server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+from typing import Iterator
+
+#: Overrides the socket's path, for ``hookbus serve`` and its clients alike.
+SOCKET_ENV = "HOOKBUS_SOCKET"
+#: The directory in the home that holds the socket and the lock: mode 0700.
+RUN_DIR = "run"
+SOCKET_NAME = "hookbus.sock"
+LOCK_NAME = "serve.lock"
+#: sun_path holds 108 bytes with its NUL. A longer path is reached through /proc/self/fd.
+_SUN_PATH_MAX = 107
+_CREDENTIALS = struct.Struct("3i")
+
+
+class NoServer(ConnectionError):
+    """Nothing answers on the socket (no file there, or no one listening)."""
+
+
+class UntrustedPeer(ConnectionError):
+    """The other end of the socket is neither this user nor root."""
+
+
+def home_root(explicit: str | os.PathLike[str] | None = None) -> str:
+    """The home's absolute path: ``explicit``, else ``$VIX_HOME``, else ``~/.vix``."""
+    chosen = os.fspath(explicit) if explicit is not None else os.environ.get("VIX_HOME") or "~/.vix"
+    expanded = os.path.expanduser(chosen)
+    return expanded if os.path.isabs(expanded) else os.path.join(os.getcwd(), expanded)
+
+
+def run_dir(home: str) -> str:
+    return os.path.join(home, RUN_DIR)
+
+
+def default_socket_path(home: str) -> str:
+    return os.path.join(home, RUN_DIR, SOCKET_NAME)
+
+
+def socket_path(explicit: str | None, home: str) -> str:
+    """``explicit`` (``--socket``), else ``$HOOKBUS_SOCKET``, else ``HOME/run/hookbus.sock``."""
+    chosen = explicit or os.environ.get(SOCKET_ENV) or default_socket_path(home)
+    return os.path.abspath(os.path.expanduser(chosen))
+
+
+def trusted_uid(uid: int) -> bool:
+    """Whether a peer running as ``uid`` may talk to this process: this user, or root."""
+    return uid == os.geteuid() or uid == 0
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED:
+    the kernel's word, taken when the connection was made, not anything the peer sent)."""
+    _, uid, _ = _CREDENTIALS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+    return int(uid)
+
+
+@contextlib.contextmanager
+def reachable(path: str) -> Iterator[str]:
+    """An address ``bind`` and ``connect`` accept for ``path``: itself, or, when it is too
+    long for sun_path, the same file reached through a descriptor of its directory."""
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        yield path
+        return
+    directory, name = os.path.split(path)
+    descriptor = os.open(directory or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{descriptor}/{name}"
+    finally:
+        os.close(descriptor)
+
+
+def connect(path: str, timeout: float | None = None) -> socket.socket:
+    """A connection to the server on ``path``, whose peer is this user or root.
+
+    NoServer when nothing listens there; UntrustedPeer when another user's process does
+    (it would be sent envelopes, and its answers obeyed)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.settimeout(timeout)
+        try:
+            with reachable(path) as address:
+                sock.connect(address)
+        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
+            raise NoServer(f"no server on {path}: {exc.strerror}") from None
+        uid = peer_uid(sock)
+        if not trusted_uid(uid):
+            raise UntrustedPeer(
+                f"the server on {path} runs as uid {uid}, not as you (uid {os.geteuid()}) or "
+                "root; nothing was sent to it"
+            )
+    except BaseException:
+        sock.close()
+        raise
+    return sock
