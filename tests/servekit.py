@@ -1,0 +1,109 @@
+"""A real ``hookbus serve`` process for tests: started, waited for, stopped, its stderr kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+READY = "hookbus serve: listening on "
+
+
+class Served:
+    """A running ``python -m hookbus serve``; every stderr line is kept in ``lines``."""
+
+    def __init__(self, home: Path, *arguments: str, env: dict[str, str] | None = None, ready: bool = True) -> None:
+        self.home = home
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hookbus", "serve", "--home", str(home), *arguments],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self.socket: str | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if ready:
+            self.wait_ready()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            line = line.rstrip("\n")
+            self.lines.append(line)
+            if line.startswith(READY) and self.socket is None:
+                self.socket = line[len(READY):]
+                self._ready.set()
+        self._ready.set()  # it ended: whoever waits must stop waiting
+
+    def wait_ready(self, timeout: float = 30.0) -> str:
+        if not self._ready.wait(timeout) or self.socket is None:
+            self.stop(signal.SIGKILL)
+            raise AssertionError(f"hookbus serve did not get ready: {self.stderr}")
+        return self.socket
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    def send(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    def wait(self, timeout: float = 60.0) -> int:
+        code = self.process.wait(timeout)
+        self._reader.join(timeout)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+        return code
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+        try:
+            return self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.wait(timeout)
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+
+def hookbus(*arguments: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """``python -m hookbus ARGUMENTS``, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "hookbus", *arguments],
+        input=input, capture_output=True, text=True, env=env, timeout=timeout,
+    )
+
+
+def wait_for(predicate: Any, timeout: float = 10.0, message: str = "condition") -> None:
+    """Poll ``predicate`` until it is true; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(0.02)
+
+
+def environment(**overrides: str | None) -> dict[str, str]:
+    """This process's environment with ``overrides`` (None removes a variable)."""
+    env = dict(os.environ)
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
