@@ -107,3 +107,62 @@ def environment(**overrides: str | None) -> dict[str, str]:
         else:
             env[name] = value
     return env
+
+
+class Raw:
+    """A plain Unix socket to a server: bytes out, parsed lines in. No client library, so
+    tests see exactly what the server sends."""
+
+    def __init__(self, path: str, timeout: float = 30.0) -> None:
+        import socket
+
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self._buffer = b""
+
+    def send(self, data: bytes | dict[str, Any] | str) -> None:
+        import json
+
+        if isinstance(data, dict):
+            data = json.dumps(data) + "\n"
+        if isinstance(data, str):
+            data = data.encode()
+        self.sock.sendall(data)
+
+    def request(self, id: Any, method: str, **params: Any) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params:
+            message["params"] = params
+        self.send(message)
+
+    def line(self) -> bytes:
+        """The next line; b"" when the server closed the connection."""
+        while b"\n" not in self._buffer:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                rest, self._buffer = self._buffer, b""
+                return rest
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def answer(self) -> Any:
+        import json
+
+        line = self.line()
+        assert line, "the server closed the connection"
+        return json.loads(line)
+
+    def call(self, id: Any, method: str, **params: Any) -> Any:
+        self.request(id, method, **params)
+        return self.answer()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> Raw:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
