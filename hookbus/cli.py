@@ -42,9 +42,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _json_line(document: Any) -> str:
-    """One JSON object on one line, safe for a terminal: C1 controls and direction
-    characters escaped, as JSON already escapes C0 controls."""
-    return printable_json(json.dumps(document, ensure_ascii=False))
+    """One JSON object on one line, strict (no NaN) and safe for a terminal: C1 controls
+    and direction characters escaped, as JSON already escapes C0 controls."""
+    from hookbus.jsontext import strict_json
+
+    return printable_json(strict_json(document).decode())
 
 
 def _say(text: str = "") -> None:
@@ -163,7 +165,7 @@ def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int 
 
     if args.no_server or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
         return None
-    from hookbus.client import Client, NoServer, RemoteError
+    from hookbus.client import Client, NoServer, OtherHome, RemoteError
     from hookbus.protocol import SHUTTING_DOWN
     from hookbus.rendezvous import home_root
 
@@ -172,17 +174,13 @@ def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int 
         client = Client(args.socket, home=home)
     except NoServer:
         return None
-    except OSError as exc:
-        _warn(f"hookbus emit: not using the server: {exc}; running in-process")
+    except RemoteError:
+        return None  # it is stopping: nothing was run, so in-process is safe
+    except (OSError, ValueError) as exc:  # OtherHome and UntrustedPeer included
+        reason = str(exc) if isinstance(exc, OtherHome) else f"not using the server: {exc}"
+        _warn(f"hookbus emit: {reason}; running in-process")
         return None
     with client:
-        try:
-            served = client.ping().get("home")
-        except (OSError, ValueError, RemoteError):
-            return None  # it is stopping: nothing was run, so in-process is safe
-        if not _same_directory(served, home):
-            _warn(f"hookbus emit: the server on {client.path} serves {served}, not {home}; running in-process")
-            return None
         try:
             decision = client.emit(args.event, envelope)
         except RemoteError as exc:
@@ -194,15 +192,6 @@ def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int 
     print(_json_line(decision))
     sys.stdout.flush()
     return 2 if decision.get("behavior") == "deny" else 0
-
-
-def _same_directory(first: object, second: str) -> bool:
-    import os
-
-    try:
-        return isinstance(first, str) and os.path.samefile(first, second)
-    except OSError:
-        return False
 
 
 def _warn(text: str) -> None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import asyncio
     import os
 
-__all__ = ["AsyncClient", "Client", "NoServer", "RemoteError", "UntrustedPeer"]
+__all__ = ["AsyncClient", "Client", "NoServer", "OtherHome", "RemoteError", "UntrustedPeer"]
 
 #: How long connecting may take: a listening Unix socket accepts at once, or not at all.
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -46,6 +46,21 @@ class RemoteError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class OtherHome(ConnectionError):
+    """The server on the socket serves another home than the one asked for."""
+
+
+def _check_home(path: str, served: object, wanted: str) -> None:
+    import os
+
+    try:
+        same = isinstance(served, str) and os.path.samefile(served, wanted)
+    except OSError:
+        same = False
+    if not same:
+        raise OtherHome(f"the server on {path} serves {served}, not {wanted}")
 
 
 def _outcome(response: Any) -> Any:
@@ -66,7 +81,8 @@ class Client:
 
     The socket is ``path``, else ``$HOOKBUS_SOCKET``, else the default one of ``home``
     (``HOME/run/hookbus.sock``; home: ``$VIX_HOME``, else ``~/.vix``). NoServer when
-    nothing listens there, UntrustedPeer when another user's process does. ``timeout``
+    nothing listens there, UntrustedPeer when another user's process does, OtherHome when
+    ``home`` is given and the server there serves another one. ``timeout``
     bounds each request (None: wait as long as the hooks take); a request that times out
     closes the client, since its answer would arrive later on the same connection.
     """
@@ -78,11 +94,18 @@ class Client:
         home: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
     ) -> None:
-        self.path = socket_path(None if path is None else str(path), home_root(home))
+        root = home_root(home)
+        self.path = socket_path(None if path is None else str(path), root)
         self._socket: socket.socket | None = connect(self.path, CONNECT_TIMEOUT_SECONDS)
         self._socket.settimeout(timeout)
         self._buffer = bytearray()
         self._last_id = 0
+        if home is not None:
+            try:
+                _check_home(self.path, self.ping().get("home"), root)
+            except BaseException:
+                self.close()
+                raise
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Send one request and return its result; RemoteError if the server says no."""
@@ -171,6 +194,9 @@ class AsyncClient:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._last_id = 0
         self._failure: BaseException | None = None
+        #: A null-id error (permission denied, request too large) comes just before the
+        #: server closes the connection: it is what the pending requests are failed with.
+        self._last_word: str | None = None
         self._reading = asyncio.get_running_loop().create_task(self._read_responses())
 
     @classmethod
@@ -182,7 +208,8 @@ class AsyncClient:
     ) -> AsyncClient:
         import asyncio
 
-        chosen = socket_path(None if path is None else str(path), home_root(home))
+        root = home_root(home)
+        chosen = socket_path(None if path is None else str(path), root)
         # A Unix socket's connect does not wait on a network, so doing it here is brief.
         sock = connect(chosen, CONNECT_TIMEOUT_SECONDS)
         sock.setblocking(False)
@@ -191,13 +218,20 @@ class AsyncClient:
         except BaseException:
             sock.close()
             raise
-        return cls(chosen, reader, writer)
+        client = cls(chosen, reader, writer)
+        if home is not None:
+            try:
+                _check_home(chosen, (await client.ping()).get("home"), root)
+            except BaseException:
+                await client.close()
+                raise
+        return client
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         import asyncio
 
         if self._failure is not None:
-            raise ConnectionError(f"the connection to {self.path} is closed: {self._failure}")
+            raise ConnectionError(str(self._failure))
         self._last_id += 1
         wanted = self._last_id
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -232,6 +266,7 @@ class AsyncClient:
     async def close(self) -> None:
         import asyncio
 
+        self._fail_pending(ConnectionError(f"the client of {self.path} was closed"))
         self._reading.cancel()
         self._writer.close()
         try:
@@ -259,6 +294,8 @@ class AsyncClient:
                 wanted = response.get("id") if isinstance(response, dict) else None
                 answer = self._pending.get(wanted) if isinstance(wanted, int) else None
                 if answer is None:
+                    if wanted is None and isinstance(response, dict) and isinstance(response.get("error"), dict):
+                        self._last_word = str(response["error"].get("message"))
                     continue  # a null-id error answers no request of ours
                 if not answer.done():
                     try:
@@ -266,7 +303,12 @@ class AsyncClient:
                     except (RemoteError, ConnectionError) as exc:
                         answer.set_exception(exc)
         except Exception as exc:
-            self._failure = exc
-            for answer in self._pending.values():
-                if not answer.done():
-                    answer.set_exception(ConnectionError(f"the connection to {self.path} failed: {exc}"))
+            why = f"{exc}: {self._last_word}" if self._last_word else str(exc)
+            self._fail_pending(ConnectionError(f"the connection to {self.path} failed: {why}"))
+
+    def _fail_pending(self, failure: ConnectionError) -> None:
+        if self._failure is None:
+            self._failure = failure
+        for answer in self._pending.values():
+            if not answer.done():
+                answer.set_exception(failure)

@@ -7,9 +7,10 @@ start-up is the figure it is judged by. ``docs/protocol.md`` is the user-facing 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, NamedTuple
 
-from hookbus.jsontext import json_type_name
+from hookbus.jsontext import json_type_name, strict_json
 
 JSONRPC_VERSION = "2.0"
 #: The longest line either side accepts, its newline excluded. A longer one is answered
@@ -56,7 +57,8 @@ METHODS = ("emit", "trigger", "ping", "reload")
 #: What ``Request.id`` is for a notification (a request without "id", which gets no answer).
 NO_ID: Any = object()
 
-_ID_TYPES = (str, int, type(None))
+_ID_TYPES = (str, int, float, type(None))
+_COMPACT = (",", ":")
 
 
 class Request(NamedTuple):
@@ -85,9 +87,9 @@ class ProtocolError(Exception):
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as one line. ASCII, so a lone surrogate in a string (which JSON's
-    ``\\ud800`` can carry) stays an escape rather than making invalid UTF-8."""
-    return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+    """One message as one line of strict JSON: a lone surrogate (which JSON's ``\\ud800``
+    can carry) escaped, NaN (which Python's parser accepts) spelled as a string."""
+    return strict_json(message, separators=_COMPACT) + b"\n"
 
 
 def request(id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -127,8 +129,10 @@ def parse_request(line: bytes) -> Request:
     if not isinstance(message, dict):
         raise ProtocolError(INVALID_REQUEST, f"invalid request: a request is a JSON object, not {json_type_name(message)}")
     id = message.get("id", NO_ID)
-    if id is not NO_ID and (not isinstance(id, _ID_TYPES) or isinstance(id, bool)):
-        raise ProtocolError(INVALID_REQUEST, f'invalid request: "id" must be a string, an integer or null, not {json_type_name(id)}')
+    if id is not NO_ID and (
+        not isinstance(id, _ID_TYPES) or isinstance(id, bool) or (isinstance(id, float) and not math.isfinite(id))
+    ):
+        raise ProtocolError(INVALID_REQUEST, f'invalid request: "id" must be a string, a number or null, not {json_type_name(id)}')
     answer_id = None if id is NO_ID else id
     if message.get("jsonrpc") != JSONRPC_VERSION:
         raise ProtocolError(INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"', answer_id)

@@ -45,6 +45,7 @@ from hookbus.protocol import (
     result_response,
 )
 from hookbus.rendezvous import peer_uid, trusted_uid
+from hookbus.reporting import ReportOnce
 from hookbus.workers import ElasticThreads
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class HookServer:
         self._stopping = False
         self._threads = ElasticThreads("hookbus-serve")
         self._refused_uids: set[int] = set()
+        self._report = ReportOnce()
         self._handlers: dict[str, _Handler] = {
             "emit": self._emit,
             "trigger": self._trigger,
@@ -193,10 +195,11 @@ class HookServer:
             except OSError as exc:
                 # Out of descriptors (EMFILE/ENFILE) or similar: stop accepting for a moment
                 # rather than spin; the kernel keeps the waiting clients queued.
-                logger.error("cannot accept a connection: %s", exc.strerror)
+                self._report.failed("accepting connections", f"cannot accept a connection: {exc.strerror}")
                 self._loop.remove_reader(self._listener.fileno())
                 self._loop.call_later(ACCEPT_BACKOFF_SECONDS, self._resume_accepting)
                 return
+            self._report.succeeded("accepting connections")
             self._admit(sock)
 
     def _resume_accepting(self) -> None:
@@ -277,8 +280,8 @@ class HookServer:
 
     def _finished(self, connection: _Connection, request: Request, answer: _Pending) -> None:
         self._in_flight -= 1
-        connection.finished()
         self._answer(connection, request, answer)
+        connection.finished()  # after the answer: it may close a connection the client ended
         if not self._in_flight and self._stopping:
             self._drained.set()
 
@@ -366,6 +369,9 @@ class _Connection(asyncio.Protocol):
         self._in_flight = 0
         self._writing_paused = False
         self._reading_paused = False
+        #: The client sent EOF (closed, or shut its sending side): once its requests are
+        #: answered, the connection is closed; else a client gone away would hold it open.
+        self._eof = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -385,8 +391,17 @@ class _Connection(asyncio.Protocol):
         self._process()
 
     def eof_received(self) -> bool:
-        # The client is done sending; it still gets the answers to what it sent.
-        return True
+        # The client is done sending; it still gets the answers to what it sent. An unended
+        # last line is no request. False: asyncio closes once the answers are written.
+        self._eof = True
+        return not self._answered_all()
+
+    def _answered_all(self) -> bool:
+        return self._in_flight == 0 and not self._reading_paused
+
+    def _close_if_done(self) -> None:
+        if self._eof and self._answered_all():
+            self.close()
 
     def _process(self) -> None:
         buffer = self._buffer
@@ -427,6 +442,7 @@ class _Connection(asyncio.Protocol):
     def finished(self) -> None:
         self._in_flight -= 1
         self._update_reading()
+        self._close_if_done()
 
     def pause_writing(self) -> None:
         self._writing_paused = True

@@ -17,10 +17,18 @@ READY = "hookbus serve: listening on "
 class Served:
     """A running ``python -m hookbus serve``; every stderr line is kept in ``lines``."""
 
-    def __init__(self, home: Path, *arguments: str, env: dict[str, str] | None = None, ready: bool = True) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *arguments: str,
+        env: dict[str, str] | None = None,
+        ready: bool = True,
+        python: tuple[str, ...] = ("-m", "hookbus"),
+    ) -> None:
+        """``python``: what runs hookbus (``-c CODE`` to set limits first, say)."""
         self.home = home
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "hookbus", "serve", "--home", str(home), *arguments],
+            [sys.executable, *python, "serve", "--home", str(home), *arguments],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -109,6 +117,10 @@ def environment(**overrides: str | None) -> dict[str, str]:
     return env
 
 
+def _not_json(constant: str) -> Any:
+    raise AssertionError(f"the server sent {constant}, which is not JSON")
+
+
 class Raw:
     """A plain Unix socket to a server: bytes out, parsed lines in. No client library, so
     tests see exactly what the server sends."""
@@ -152,7 +164,7 @@ class Raw:
 
         line = self.line()
         assert line, "the server closed the connection"
-        return json.loads(line)
+        return json.loads(line, parse_constant=_not_json)
 
     def call(self, id: Any, method: str, **params: Any) -> Any:
         self.request(id, method, **params)

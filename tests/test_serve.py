@@ -366,6 +366,7 @@ def test_a_client_that_disconnects_mid_request_still_gets_its_hooks_recorded(hom
         ('echo \'{"behavior": "modify", "input": {"command": "ls -la"}}\'', BASH, 0),
         ('echo \'{"behavior": "context", "context": "ж \\u001b[31m"}\'', BASH, 0),
         ("exit 0", {"tool_name": "read_file"}, 0),
+        ('echo \'{"behavior": "modify", "input": {"n": NaN}}\'', BASH, 0),
     ],
 )
 def test_emit_prints_the_same_and_exits_the_same_with_or_without_a_server(
