@@ -34,7 +34,7 @@ def scale(fast: int, full: int) -> int:
 
 @contextlib.contextmanager
 def attack(promise: int, name: str) -> Iterator[None]:
-    """Count one attack on ``promise`` (1-6): tried on entry, held when the block passes."""
+    """Count one attack on ``promise`` (1-7): tried on entry, held when the block passes."""
     FIGURES[f"promise {promise}: attacks tried"] += 1
     yield
     FIGURES[f"promise {promise}: attacks held"] += 1
