@@ -28,6 +28,8 @@ from hookbus import HookBus
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reload_latency import hookbus_latency, p95, watchfiles_latency  # noqa: E402
 
+import serve_bench  # noqa: E402
+
 ROUNDS = 5
 RESULTS: list[tuple[str, bool]] = []
 
@@ -37,6 +39,14 @@ def report(name: str, value: float, target: float, unit: str, detail: str) -> No
     RESULTS.append((name, met))
     shown = f"{value:.2f}{unit}"
     print(f"{name:<16} {shown:>9}  target <= {target:g}{unit:<3} {'met ' if met else 'MISS'}  {detail}", flush=True)
+
+
+def report_at_least(name: str, value: float, target: float, unit: str, detail: str) -> None:
+    """``report`` for a figure where higher is better (a throughput ratio)."""
+    met = value >= target
+    RESULTS.append((name, met))
+    shown = f"{value:.2f}{unit}"
+    print(f"{name:<16} {shown:>9}  target >= {target:g}{unit:<3} {'met ' if met else 'MISS'}  {detail}", flush=True)
 
 
 def per_call(function: Callable[[], Any], calls: int) -> float:
@@ -283,6 +293,11 @@ FIGURES: dict[str, Callable[[Path], None]] = {
     "cold-load": cold_load,
     "cli": cli_emit,
     "scaling": scaling,
+    # `hookbus serve`: a real server process, clients in other processes (serve_bench.py).
+    "serve-rtt": lambda work: serve_bench.serve_rtt(work, report, ROUNDS),
+    "serve-one-sync": lambda work: serve_bench.serve_one_sync(work, report, ROUNDS),
+    "serve-cli": lambda work: serve_bench.serve_cli(work, report, ROUNDS),
+    "serve-throughput": lambda work: serve_bench.serve_throughput(work, report_at_least, ROUNDS),
 }
 
 
