@@ -6,7 +6,11 @@ import functools
 import json
 import math
 import re
-from typing import Any
+
+#: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: A lone UTF-16 surrogate: what a ``\\ud800`` JSON escape without its partner decodes to,
 #: and how Python hands back undecodable bytes of file names. Not text: UTF-8 cannot hold it.

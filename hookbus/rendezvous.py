@@ -6,11 +6,9 @@ Standard library only: ``hookbus emit`` uses this on its way to a live server.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import struct
-from typing import Iterator
 
 #: Overrides the socket's path, for ``hookbus serve`` and its clients alike.
 SOCKET_ENV = "HOOKBUS_SOCKET"
@@ -64,19 +62,26 @@ def peer_uid(sock: socket.socket) -> int:
     return int(uid)
 
 
-@contextlib.contextmanager
-def reachable(path: str) -> Iterator[str]:
-    """An address ``bind`` and ``connect`` accept for ``path``: itself, or, when it is too
-    long for sun_path, the same file reached through a descriptor of its directory."""
-    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
-        yield path
-        return
-    directory, name = os.path.split(path)
-    descriptor = os.open(directory or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        yield f"/proc/self/fd/{descriptor}/{name}"
-    finally:
-        os.close(descriptor)
+class reachable:
+    """``with reachable(path) as address``: an address ``bind`` and ``connect`` accept for
+    ``path``: itself, or, when it is too long for sun_path, the same file reached through a
+    descriptor of its directory. (A class: contextlib costs ``hookbus emit`` milliseconds.)"""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._descriptor: int | None = None
+
+    def __enter__(self) -> str:
+        if len(os.fsencode(self._path)) <= _SUN_PATH_MAX:
+            return self._path
+        directory, name = os.path.split(self._path)
+        self._descriptor = os.open(directory or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        return f"/proc/self/fd/{self._descriptor}/{name}"
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
 
 
 def connect(path: str, timeout: float | None = None) -> socket.socket:

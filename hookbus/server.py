@@ -34,6 +34,7 @@ from hookbus.protocol import (
     MAX_LINE_BYTES,
     METHOD_NOT_FOUND,
     METHODS,
+    OTHER_HOME,
     PERMISSION_DENIED,
     REQUEST_TOO_LARGE,
     SHUTTING_DOWN,
@@ -127,6 +128,8 @@ class HookServer:
         self._threads = ElasticThreads("hookbus-serve")
         self._refused_uids: set[int] = set()
         self._report = ReportOnce()
+        #: Whether each "home" param a client sent names the served home.
+        self._homes_seen: dict[str, bool] = {}
         self._handlers: dict[str, _Handler] = {
             "emit": self._emit,
             "trigger": self._trigger,
@@ -251,7 +254,8 @@ class HookServer:
         except Exception as exc:
             if not request.is_notification:
                 code, message = error_for(exc)
-                connection.send(error_response(request.id, code, message))
+                data = exc.data if isinstance(exc, ProtocolError) else None
+                connection.send(error_response(request.id, code, message, data))
             return
         if not isinstance(answer, _Pending):
             if not request.is_notification:
@@ -276,7 +280,29 @@ class HookServer:
                 METHOD_NOT_FOUND,
                 f"method not found: {request.method!r}; methods are {', '.join(METHODS)}",
             )
-        return handler(request.params)
+        params = request.params
+        if "home" in params:
+            params = dict(params)
+            self._check_home(params.pop("home"))
+        return handler(params)
+
+    def _check_home(self, home: object) -> None:
+        """OTHER_HOME unless ``home`` is the directory this server serves (any path to it)."""
+        if not isinstance(home, str):
+            raise ProtocolError(INVALID_PARAMS, "invalid params: 'home' must be a string")
+        served = self._homes_seen.get(home)
+        if served is None:
+            try:
+                served = os.path.samefile(home, self.bus.home.root)
+            except (OSError, ValueError):
+                served = False
+            if len(self._homes_seen) < 64:  # a client naming endless homes gets no cache
+                self._homes_seen[home] = served
+        if not served:
+            served_home = str(self.bus.home.root)
+            raise ProtocolError(
+                OTHER_HOME, f"this server serves {served_home}, not {home}; nothing was run", data={"home": served_home}
+            )
 
     def _finished(self, connection: _Connection, request: Request, answer: _Pending) -> None:
         self._in_flight -= 1

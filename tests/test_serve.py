@@ -25,13 +25,14 @@ from typing import Any, Callable
 import pytest
 
 from conftest import read_log
-from hookbus.client import AsyncClient, Client, NoServer, RemoteError
+from hookbus.client import AsyncClient, Client, NoServer, OtherHome, RemoteError
 from hookbus.protocol import (
     HOOK_NOT_FOUND,
     HOOKS_DISABLED,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    OTHER_HOME,
     PARSE_ERROR,
     SHUTTING_DOWN,
 )
@@ -437,3 +438,18 @@ def test_the_server_path_of_emit_imports_only_the_standard_library(home: Path) -
     assert "hookbus.client" in imported
     heavy = {"pluggy", "attrs", "cattrs", "watchfiles", "yaml", "re2", "hookbus.bus", "logging", "asyncio"}
     assert not heavy & imported, f"the server path imported {sorted(heavy & imported)}"
+
+
+def test_a_request_that_names_another_home_is_refused_and_runs_nothing(home: Path, tmp_path: Path, write_hook: Writer) -> None:
+    write_hook("witness", event="Stop", mode="sync", command="exit 0")
+    other = tmp_path / "other"
+    (other / "hooks").mkdir(parents=True)
+    with Served(home) as served:
+        with Raw(served.socket) as raw:
+            refused = raw.call(1, "emit", event="Stop", home=str(other))
+            assert refused["error"]["code"] == OTHER_HOME and refused["error"]["data"] == {"home": str(home)}
+            assert raw.call(2, "emit", event="Stop", home=str(home / "hooks" / ".."))["result"] == {"behavior": "allow"}
+            assert raw.call(3, "ping", home=7)["error"]["code"] == INVALID_PARAMS
+        with Client(served.socket, home=other) as client, pytest.raises(OtherHome):
+            client.emit("Stop")
+    assert len(read_log(home)) == 1  # the request naming this home, only
