@@ -672,9 +672,8 @@ class HookBus:
     def _run_async(self, job: _AsyncJob, cancel: CancelToken) -> RunRecord:
         hook, event, full, payload, manual, settings = job
         _, outcome, at, duration = self._run(hook, event, full, payload, settings, cancel)
-        record = _async_record(hook, event, outcome, at, duration, manual)
-        self._record(record)
-        return record
+        # What trigger() returns is the record as recorded: secrets masked there too.
+        return self._record(_async_record(hook, event, outcome, at, duration, manual))
 
     def _record_cancelled(self, job: _AsyncJob, reason: str) -> None:
         """A queued async job that close() ended before it started: recorded, not lost."""
@@ -712,10 +711,11 @@ class HookBus:
 
     # -- recording ----------------------------------------------------------------------
 
-    def _record(self, record: RunRecord) -> None:
+    def _record(self, record: RunRecord) -> RunRecord:
         """Hand a record to every active recorder; one that raises is reported once and skipped.
 
-        Secrets a runner registered (an API key a server echoed back) are masked first."""
+        Secrets a runner registered (an API key a server echoed back) are masked first; the
+        masked record is returned."""
         record = redact_record(record)
         for key, call in self._record_functions:
             try:
@@ -726,6 +726,7 @@ class HookBus:
                 self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}; the record is lost to it")
             else:
                 self._report.succeeded(key)
+        return record
 
     @property
     def lost_records(self) -> int:

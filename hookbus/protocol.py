@@ -85,7 +85,8 @@ class Request:
 
 class ProtocolError(Exception):
     """A request that cannot be run: answered with ``code`` and ``message``, under ``id``
-    (null when the request's own id could not be read)."""
+    (null when the request's own id could not be read), unless ``id`` is NO_ID: a
+    notification's errors are not answered."""
 
     def __init__(self, code: int, message: str, id: Any = None, data: Any = None) -> None:
         super().__init__(message)
@@ -94,8 +95,12 @@ class ProtocolError(Exception):
         self.id = id
         self.data = data
 
+    @property
+    def answered(self) -> bool:
+        return self.id is not NO_ID
+
     def response(self) -> dict[str, Any]:
-        return error_response(self.id, self.code, self.message, self.data)
+        return error_response(None if self.id is NO_ID else self.id, self.code, self.message, self.data)
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -131,7 +136,7 @@ def parse_request(line: bytes) -> Request:
     except UnicodeDecodeError as exc:
         raise ProtocolError(PARSE_ERROR, f"parse error: the line is not UTF-8 (byte {exc.start})") from None
     try:
-        message = json.loads(text)
+        message = json.loads(text, parse_constant=_not_json)
     except RecursionError:
         raise ProtocolError(PARSE_ERROR, "parse error: the JSON is nested too deeply") from None
     except ValueError as exc:
@@ -141,10 +146,12 @@ def parse_request(line: bytes) -> Request:
     if not isinstance(message, dict):
         raise ProtocolError(INVALID_REQUEST, f"invalid request: a request is a JSON object, not {json_type_name(message)}")
     id = message.get("id", NO_ID)
-    if id is not NO_ID and (
-        not isinstance(id, _ID_TYPES) or isinstance(id, bool) or (isinstance(id, float) and not math.isfinite(id))
-    ):
+    if id is not NO_ID and (not isinstance(id, _ID_TYPES) or isinstance(id, bool)):
         raise ProtocolError(INVALID_REQUEST, f'invalid request: "id" must be a string, a number or null, not {json_type_name(id)}')
+    if isinstance(id, float) and not math.isfinite(id):
+        raise ProtocolError(INVALID_REQUEST, f'invalid request: "id" must be a finite number, not {id}')
+    # An invalid request is answered even without an id (it is no valid notification, as
+    # JSON-RPC's examples show); a valid notification's errors go unanswered.
     answer_id = None if id is NO_ID else id
     if message.get("jsonrpc") != JSONRPC_VERSION:
         raise ProtocolError(INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"', answer_id)
@@ -158,7 +165,12 @@ def parse_request(line: bytes) -> Request:
         raise ProtocolError(INVALID_REQUEST, f"invalid request: unknown member {unknown[0]!r}", answer_id)
     params = message.get("params", {})
     if isinstance(params, list):
-        raise ProtocolError(INVALID_PARAMS, "invalid params: pass params by name, as an object", answer_id)
+        raise ProtocolError(INVALID_PARAMS, "invalid params: pass params by name, as an object", id)
     if not isinstance(params, dict):
-        raise ProtocolError(INVALID_PARAMS, f"invalid params: params must be an object, not {json_type_name(params)}", answer_id)
+        raise ProtocolError(INVALID_PARAMS, f"invalid params: params must be an object, not {json_type_name(params)}", id)
     return Request(id, method, params)
+
+
+def _not_json(constant: str) -> Any:
+    """Python's parser reads NaN and Infinity; JSON has no such values."""
+    raise ValueError(f"{constant} is not JSON")

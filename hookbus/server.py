@@ -86,7 +86,7 @@ def _params(params: dict[str, Any], required: dict[str, type], optional: dict[st
     of the JSON type wanted."""
     for name in params:
         if name not in required and name not in optional:
-            expected = ", ".join(repr(key) for key in [*required, *optional]) or "none"
+            expected = ", ".join(repr(key) for key in [*required, *optional, "home"])
             raise ProtocolError(INVALID_PARAMS, f"invalid params: unknown param {name!r} (params: {expected})")
     for name, kind in required.items():
         if name not in params:
@@ -128,8 +128,6 @@ class HookServer:
         self._threads = ElasticThreads("hookbus-serve")
         self._refused_uids: set[int] = set()
         self._report = ReportOnce()
-        #: Whether each "home" param a client sent names the served home.
-        self._homes_seen: dict[str, bool] = {}
         self._handlers: dict[str, _Handler] = {
             "emit": self._emit,
             "trigger": self._trigger,
@@ -232,7 +230,8 @@ class HookServer:
     def _refuse(self, sock: socket.socket, uid: int) -> None:
         if uid not in self._refused_uids:
             self._refused_uids.add(uid)  # logged once per uid: refusals must not flood the log
-            logger.warning("refused a connection from uid %d (only uid %d and root may connect)", uid, os.geteuid())
+            allowed = "root" if os.geteuid() == 0 else f"uid {os.geteuid()} and root"
+            logger.warning("refused a connection from uid %d (only %s may connect)", uid, allowed)
         message = f"permission denied: uid {uid} may not use this server; only its own user and root may"
         try:
             sock.setblocking(False)
@@ -247,7 +246,8 @@ class HookServer:
         try:
             request = parse_request(line)
         except ProtocolError as exc:
-            connection.send(exc.response())
+            if exc.answered:
+                connection.send(exc.response())
             return
         try:
             answer = self._run(request)
@@ -290,14 +290,14 @@ class HookServer:
         """OTHER_HOME unless ``home`` is the directory this server serves (any path to it)."""
         if not isinstance(home, str):
             raise ProtocolError(INVALID_PARAMS, "invalid params: 'home' must be a string")
-        served = self._homes_seen.get(home)
-        if served is None:
+        root = str(self.bus.home.root)
+        # The spelling the clients of this home send (the same rules find it) costs no stat.
+        served = os.path.normpath(home) == os.path.normpath(root)
+        if not served:
             try:
-                served = os.path.samefile(home, self.bus.home.root)
+                served = os.path.samefile(home, root)
             except (OSError, ValueError):
                 served = False
-            if len(self._homes_seen) < 64:  # a client naming endless homes gets no cache
-                self._homes_seen[home] = served
         if not served:
             served_home = str(self.bus.home.root)
             raise ProtocolError(
@@ -436,6 +436,9 @@ class _Connection(asyncio.Protocol):
             end = buffer.find(b"\n", max(start, self._scanned))
             if end < 0:
                 break
+            if end - start > MAX_LINE_BYTES:
+                self._too_large()
+                return
             line = bytes(buffer[start:end])
             start = end + 1
             self._scanned = start
@@ -448,13 +451,16 @@ class _Connection(asyncio.Protocol):
             return
         self._scanned = len(buffer)
         if len(buffer) > MAX_LINE_BYTES:
-            self.send(
-                error_response(
-                    None, REQUEST_TOO_LARGE,
-                    f"request too large: a line may hold at most {MAX_LINE_BYTES} bytes; closing the connection",
-                )
+            self._too_large()
+
+    def _too_large(self) -> None:
+        self.send(
+            error_response(
+                None, REQUEST_TOO_LARGE,
+                f"request too large: a line may hold at most {MAX_LINE_BYTES} bytes; closing the connection",
             )
-            self.close()
+        )
+        self.close()
 
     def send(self, message: dict[str, Any]) -> None:
         transport = self._transport

@@ -331,3 +331,14 @@ def test_the_filter_costs_nothing_without_secrets(
     redacting_logger.info("key %s", KEY)
     (logged,) = caplog.records
     assert logged.args == (KEY,)  # nothing registered: nothing touched
+
+
+def test_trigger_returns_the_record_as_recorded_with_secrets_masked(make_bus: Any, write_hook: Any, home: Any) -> None:
+    """trigger()'s record is what `hookbus trigger` prints and `hookbus serve` sends: a
+    secret a hook echoed is masked there as in the log."""
+    secret = "sk-live-0123456789abcdef"
+    register_secret(secret)
+    write_hook("echo", event="Stop", mode="sync", command=f"echo 'leaked {secret}' >&2; exit 2")
+    record = make_bus().trigger("echo")
+    assert secret not in json.dumps(record.log_entry())
+    assert "[redacted]" in json.dumps(record.log_entry())

@@ -89,6 +89,9 @@ def test_each_method_answers_as_the_bus_would(home: Path, write_hook: Writer) ->
         (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": "Stop", "evnt": 1}}\n', INVALID_PARAMS, "unknown param 'evnt'"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": 1}}\n', INVALID_PARAMS, "unknown param 'x'"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "trigger", "params": {"hook_id": "ghost"}}\n', HOOK_NOT_FOUND, "no valid hook 'ghost'"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": "Stop", "envelope": {"x": NaN}}}\n', PARSE_ERROR, "NaN is not JSON"),
+        (b'{"jsonrpc": "2.0", "id": 1e400, "method": "ping"}\n', INVALID_REQUEST, "finite number"),
+        (b'{"jsonrpc": "2.0", "method": 7}\n', INVALID_REQUEST, '"method" must be a string'),
     ],
 )
 def test_every_error_has_its_code_and_the_connection_stays_usable(
@@ -117,7 +120,11 @@ def test_notifications_run_and_get_no_answer(home: Path, write_hook: Writer) -> 
     write_hook("note", event="Stop", mode="sync", command="exit 0")
     with Served(home) as served, Raw(served.socket) as raw:
         raw.send({"jsonrpc": "2.0", "method": "emit", "params": {"event": "Stop"}})
-        raw.send({"jsonrpc": "2.0", "method": "no-such-method"})  # errors are not answered either
+        # A valid notification's errors are not answered either.
+        raw.send({"jsonrpc": "2.0", "method": "no-such-method"})
+        raw.send({"jsonrpc": "2.0", "method": "emit", "params": ["Stop"]})
+        raw.send({"jsonrpc": "2.0", "method": "emit", "params": None})
+        raw.send({"jsonrpc": "2.0", "method": "emit", "params": {"event": "Nope"}})
         assert raw.call(7, "ping")["id"] == 7  # the first line back answers the ping
         wait_for(lambda: len(read_log(home)) == 1, message="the notification's fire")
 
