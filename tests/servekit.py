@@ -129,8 +129,12 @@ class Raw:
         import socket
 
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
+        except BaseException:
+            self.sock.close()
+            raise
         self._buffer = b""
 
     def send(self, data: bytes | dict[str, Any] | str) -> None:

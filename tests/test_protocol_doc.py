@@ -41,7 +41,7 @@ from hookbus.protocol import (
     SHUTTING_DOWN,
 )
 from hookbus.server import MAX_IN_FLIGHT
-from servekit import Served, wait_for
+from servekit import Raw, Served, wait_for
 
 Writer = Callable[..., Path]
 
@@ -89,19 +89,12 @@ def strict_loads(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-class Wire:
+class Wire(Raw):
     """A plain AF_UNIX connection: bytes out, lines in, each message checked against the
     schema on its way (requests before they are sent, responses as they arrive)."""
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self.sock.settimeout(timeout)
-            self.sock.connect(path)
-        except BaseException:
-            self.sock.close()
-            raise
-        self._buffer = b""
+        super().__init__(path, timeout)
         #: The method of each request sent, by id: what its response's result must be.
         self.methods: dict[Any, str] = {}
 
@@ -123,18 +116,6 @@ class Wire:
         check(message, "notification")
         self.send_bytes(json.dumps(message).encode() + b"\n")
 
-    def line(self) -> bytes:
-        """The next line, without its newline; b"" once the server closed the connection."""
-        while b"\n" not in self._buffer:
-            chunk = self.sock.recv(1 << 16)
-            if not chunk:
-                rest, self._buffer = self._buffer, b""
-                assert not rest, f"the server closed the connection in the middle of a line: {rest[:200]!r}"
-                return b""
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line
-
     def response(self) -> dict[str, Any]:
         """The next response, checked: a response of the schema, and for a result, the
         result of the method its id was sent with."""
@@ -153,15 +134,6 @@ class Wire:
         message = self.response()
         assert message["id"] == id, message
         return message
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> Wire:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def deny_hook(write_hook: Writer) -> None:

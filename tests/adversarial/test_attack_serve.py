@@ -205,7 +205,7 @@ def test_a_pool_filled_by_one_clients_slow_hooks_does_not_delay_anothers_deny(
             wait_for(lambda: "sleep 3" in _processes(), message="the slow hooks to start")
             for _ in range(20):
                 assert good.emit("PreToolUse", BASH)["behavior"] == "deny"
-            running = _processes().count("sleep 3")
+            running = _sleepers("3")
             hog.sock.settimeout(0.05)
             with pytest.raises(TimeoutError):
                 hog.line()  # the good client was answered while the hog's hooks still ran
@@ -219,6 +219,13 @@ def test_a_pool_filled_by_one_clients_slow_hooks_does_not_delay_anothers_deny(
 
 def _processes() -> str:
     return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+
+
+def _sleepers(seconds: str) -> int:
+    """How many ``sleep SECONDS`` processes run: by command name, so a bash caught between
+    fork and exec (its args read ``bash -c sleep 3``) is not counted twice."""
+    listing = subprocess.run(["ps", "-eo", "comm,args"], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in listing.splitlines() if line.split()[:3] == ["sleep", "sleep", seconds])
 
 
 def test_a_line_past_16_mib_is_refused_and_closed_and_others_carry_on(home: Path) -> None:
