@@ -22,7 +22,7 @@ from hookbus.protocol import (
     encode,
     request,
 )
-from hookbus.rendezvous import NoServer, UntrustedPeer, connect, home_root, socket_path
+from hookbus.rendezvous import NoServer, ServerBusy, UntrustedPeer, connect, home_root, socket_path
 
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
 TYPE_CHECKING = False
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
-__all__ = ["AsyncClient", "Client", "NoServer", "OtherHome", "RemoteError", "UntrustedPeer"]
+__all__ = ["AsyncClient", "Client", "NoServer", "OtherHome", "RemoteError", "ServerBusy", "UntrustedPeer"]
 
 #: How long connecting may take: a listening Unix socket accepts at once, or not at all.
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -82,7 +82,8 @@ class Client:
 
     The socket is ``path``, else ``$HOOKBUS_SOCKET``, else the default one of ``home``
     (``HOME/run/hookbus.sock``; home: ``$VIX_HOME``, else ``~/.vix``). NoServer when
-    nothing listens there, UntrustedPeer when another user's process does. Given ``home``,
+    nothing listens there, UntrustedPeer when another user's process does, ServerBusy when
+    its accept queue stays full for 5 s (until then it waits for room). Given ``home``,
     every request says so, and the server refuses it (OtherHome, a RemoteError) unless it
     serves that home: ``$HOOKBUS_SOCKET`` may name another home's server. ``timeout``
     bounds each request (None: wait as long as the hooks take); a request that times out
@@ -177,6 +178,24 @@ class Client:
             self._buffer += chunk
 
 
+async def _connect_in_thread(path: str) -> socket.socket:
+    """Wait for room in a full accept queue without blocking the event loop."""
+    import asyncio
+
+    waiting = asyncio.get_running_loop().run_in_executor(None, connect, path, CONNECT_TIMEOUT_SECONDS)
+    try:
+        return await asyncio.shield(waiting)
+    except asyncio.CancelledError:
+        # The thread may still connect: that socket has no one to close it but us.
+        waiting.add_done_callback(_close_if_connected)
+        raise
+
+
+def _close_if_connected(done: asyncio.Future[socket.socket]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        done.result().close()
+
+
 class AsyncClient:
     """One connection to ``hookbus serve`` for asyncio, with any number of requests in
     flight: ``await client.emit(...)`` from as many tasks as you like. Make one with
@@ -211,8 +230,10 @@ class AsyncClient:
 
         root = home_root(home)
         chosen = socket_path(None if path is None else str(path), root)
-        # A Unix socket's connect does not wait on a network, so doing it here is brief.
-        sock = connect(chosen, CONNECT_TIMEOUT_SECONDS)
+        try:
+            sock = connect(chosen, 0)  # the usual case: the kernel queues it at once
+        except ServerBusy:
+            sock = await _connect_in_thread(chosen)
         sock.setblocking(False)
         try:
             reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_LINE_BYTES + 1)

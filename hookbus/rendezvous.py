@@ -19,6 +19,7 @@ LOCK_NAME = "serve.lock"
 #: sun_path holds 108 bytes with its NUL. A longer path is reached through /proc/self/fd.
 _SUN_PATH_MAX = 107
 _CREDENTIALS = struct.Struct("3i")
+_TIMEVAL = struct.Struct("ll")
 
 
 class NoServer(ConnectionError):
@@ -27,6 +28,11 @@ class NoServer(ConnectionError):
 
 class UntrustedPeer(ConnectionError):
     """The other end of the socket is neither this user nor root."""
+
+
+class ServerBusy(ConnectionError):
+    """A server listens, but its queue of connections waiting to be accepted stayed full
+    for the whole connect timeout (it is stopped, or far behind)."""
 
 
 def home_root(explicit: str | os.PathLike[str] | None = None) -> str:
@@ -84,19 +90,44 @@ class reachable:
             self._descriptor = None
 
 
+def _connect_waiting_for_room(sock: socket.socket, address: str, timeout: float | None) -> None:
+    """Connect, waiting up to ``timeout`` while the server's accept queue is full.
+
+    A Unix socket with a Python timeout is non-blocking, and its connect fails at once with
+    EAGAIN when the queue is full (it never completes later, as TCP's does). A blocking
+    connect sleeps in the kernel until there is room, bounded by SO_SNDTIMEO."""
+    if timeout is not None and timeout <= 0:
+        sock.setblocking(False)
+        sock.connect(address)
+        return
+    if timeout is not None:
+        seconds = int(timeout)
+        bound = _TIMEVAL.pack(seconds, max(1, int((timeout - seconds) * 1_000_000)))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bound)
+    sock.connect(address)
+    if timeout is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _TIMEVAL.pack(0, 0))
+
+
 def connect(path: str, timeout: float | None = None) -> socket.socket:
     """A connection to the server on ``path``, whose peer is this user or root.
 
     NoServer when nothing listens there; UntrustedPeer when another user's process does
-    (it would be sent envelopes, and its answers obeyed)."""
+    (it would be sent envelopes, and its answers obeyed); ServerBusy when the server's
+    accept queue stays full for ``timeout`` seconds (until then, it waits for room)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
-        sock.settimeout(timeout)
         try:
             with reachable(path) as address:
-                sock.connect(address)
+                _connect_waiting_for_room(sock, address, timeout)
         except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
             raise NoServer(f"no server on {path}: {exc.strerror}") from None
+        except BlockingIOError:
+            raise ServerBusy(
+                f"the server on {path} accepted no connection in {timeout:g} s: its queue of "
+                "waiting connections is full (is it stopped, or overloaded?)"
+            ) from None
+        sock.settimeout(timeout)
         uid = peer_uid(sock)
         if not trusted_uid(uid):
             raise UntrustedPeer(

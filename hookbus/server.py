@@ -128,6 +128,9 @@ class HookServer:
         self._threads = ElasticThreads("hookbus-serve")
         self._refused_uids: set[int] = set()
         self._report = ReportOnce()
+        # Bound to no loop until used (Python 3.10+): stop() works before serve() runs.
+        self._stop_requested = asyncio.Event()
+        self._drained = asyncio.Event()
         self._handlers: dict[str, _Handler] = {
             "emit": self._emit,
             "trigger": self._trigger,
@@ -147,8 +150,6 @@ class HookServer:
         """Accept and answer until ``stop()``; then stop accepting (and call
         ``on_stop_accepting``), answer every request already running, and close."""
         self._loop = asyncio.get_running_loop()
-        self._stop_requested = asyncio.Event()
-        self._drained = asyncio.Event()
         self._listener.setblocking(False)
         self._loop.add_reader(self._listener.fileno(), self._accept)
         try:
@@ -158,7 +159,6 @@ class HookServer:
             self._listener.close()
             on_stop_accepting()
         if self._in_flight:
-            self._drained.clear()
             await self._drained.wait()
         for task in list(self._connecting):
             task.cancel()
@@ -166,7 +166,8 @@ class HookServer:
         self._threads.shutdown()
 
     def stop(self) -> None:
-        """Stop accepting; requests that arrive from now on are answered SHUTTING_DOWN."""
+        """Stop accepting; requests that arrive from now on are answered SHUTTING_DOWN.
+        Call it on the loop's thread (a signal handler added with loop.add_signal_handler)."""
         self._stopping = True
         self._stop_requested.set()
 

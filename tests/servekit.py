@@ -130,8 +130,9 @@ class Raw:
 
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.sock.settimeout(timeout)
+            # Blocking, as a plain client's is: it waits while the server's accept queue is full.
             self.sock.connect(path)
+            self.sock.settimeout(timeout)
         except BaseException:
             self.sock.close()
             raise

@@ -20,6 +20,8 @@ import { pathToFileURL } from "node:url";
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 // sun_path holds 108 bytes with its NUL; a longer path is reached through /proc/self/fd.
 const SUN_PATH_MAX = 107;
+// How long a connect waits while the server's accept queue is full.
+const CONNECT_TIMEOUT_MS = 5000;
 
 /** The server answered with an error: `code` is JSON-RPC's or hookbus's own, `data` extra detail. */
 export class RemoteError extends Error {
@@ -47,6 +49,14 @@ export function socketPath(socket, home) {
   return path.resolve(expandUser(chosen));
 }
 
+function connectOnce(address) {
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection(address);
+    s.once("error", reject);
+    s.once("connect", () => { s.off("error", reject); resolve(s); });
+  });
+}
+
 /** A connected client. Resolves once connected; rejects when no server answers on the socket. */
 export async function connect({ socket, home } = {}) {
   const where = socketPath(socket, home);
@@ -69,13 +79,25 @@ export async function connect({ socket, home } = {}) {
     address = `/proc/self/fd/${directory}/${path.basename(where)}`;
   }
   try {
-    const sock = await new Promise((resolve, reject) => {
-      const s = net.createConnection(address);
-      const refused = (error) => reject(Object.assign(new Error(`no server on ${where}: ${error.code}`), { code: error.code }));
-      s.once("error", refused);
-      s.once("connect", () => { s.off("error", refused); resolve(s); });
-    });
-    return new Client(where, sock);
+    // libuv connects without blocking, so a server whose accept queue is full answers EAGAIN
+    // at once: wait for room, as the Python client does, up to CONNECT_TIMEOUT_MS.
+    const deadline = Date.now() + CONNECT_TIMEOUT_MS;
+    for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+      try {
+        return new Client(where, await connectOnce(address));
+      } catch (error) {
+        if (error.code !== "EAGAIN") {
+          throw Object.assign(new Error(`no server on ${where}: ${error.code}`), { code: error.code });
+        }
+        if (Date.now() >= deadline) {
+          throw Object.assign(
+            new Error(`the server on ${where} accepted no connection in ${CONNECT_TIMEOUT_MS / 1000} s: its queue of waiting connections is full (is it stopped, or overloaded?)`),
+            { code: error.code },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
   } finally {
     if (directory !== null) fs.closeSync(directory);
   }
