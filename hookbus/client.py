@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncClient", "Client", "NoServer", "OtherHome", "RemoteError", "ServerBusy", "UntrustedPeer"]
 
-#: How long connecting may take: a listening Unix socket accepts at once, or not at all.
+#: How long connecting waits for room while the server's queue of unaccepted connections is full.
 CONNECT_TIMEOUT_SECONDS = 5.0
 
 
