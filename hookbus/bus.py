@@ -78,6 +78,9 @@ WATCH_READY_SECONDS = 5.0
 FAILED_CLOSED_NOTE = 'failed closed ("on_error": "deny")'
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
 CANNOT_BLOCK_NOTE = "not applied: {event} cannot block or rewrite; only context from it is used"
+#: Where an approve or ask takes effect, and where continue_with does.
+PERMISSION_EVENTS = ("PreToolUse", "PermissionRequest")
+CONTINUE_EVENTS = ("Stop", "SubagentStop")
 
 
 def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes]:
@@ -499,6 +502,10 @@ class HookBus:
         """Run one hook; never raises. Returns the hook, its outcome, when, and how long."""
         at = utc_timestamp()
         started = time.monotonic()
+        spec = hook.spec
+        hook_env: Mapping[str, str] = spec.env
+        if spec.dialect is not None:
+            envelope, payload, hook_env = self._in_dialect(hook, event, envelope, payload, settings)
         call = HookCall(
             hook=hook,
             event=event,
@@ -509,11 +516,14 @@ class HookBus:
             cancel=cancel or CancelToken(),
             settings=settings,
             prompt_sender=self._send_prompt,
+            hook_env=hook_env,
         )
         try:
             outcome = hook.runner.run(call)
             if not isinstance(outcome, Outcome):
                 raise TypeError(f"run() returned {type(outcome).__name__}, not an Outcome")
+            if spec.dialect is not None and outcome.input is not None and "tool_name" in envelope:
+                outcome = self._input_from_dialect(envelope, outcome, settings)
         except (Exception, SystemExit) as exc:  # a plugin's bug never reaches the embedder
             logger.error(
                 "runner of plugin %r failed on hook %r", hook.runner_plugin, hook.id, exc_info=exc
@@ -526,6 +536,31 @@ class HookBus:
             if problem is not None:
                 outcome = Outcome.fail_open(problem, outcome.thread_id, failure="unparseable")
         return hook, outcome, at, time.monotonic() - started
+
+    def _in_dialect(
+        self, hook: Hook, event: str, envelope: Mapping[str, Any], payload: bytes, settings: Settings
+    ) -> tuple[Mapping[str, Any], bytes, Mapping[str, str]]:
+        """The envelope, stdin and environment a ``claude-code`` hook gets: Claude Code's."""
+        from hookbus.claude_names import dialect_environment, envelope_to_claude, tool_names
+
+        names = tool_names(settings.raw)
+        translated = envelope_to_claude(event, envelope, names)
+        hook_env = {
+            **dialect_environment(event, envelope, str(hook.directory), str(self.home.root)),
+            **hook.spec.env,
+        }
+        return MappingProxyType(translated), strict_json(translated, separators=(",", ":")) + b"\n", hook_env
+
+    @staticmethod
+    def _input_from_dialect(envelope: Mapping[str, Any], outcome: Outcome, settings: Settings) -> Outcome:
+        """A dialect hook's modify, in Claude's field names, back in vixd's."""
+        from hookbus.claude_names import tool_names
+
+        claude_tool = envelope.get("tool_name")
+        names = tool_names(settings.raw)
+        vix_tool = names.vix_tool(claude_tool) if isinstance(claude_tool, str) else ""
+        renamed = names.input_to_vix(vix_tool, outcome.input)
+        return attrs.evolve(outcome, input=renamed if isinstance(renamed, dict) else outcome.input)
 
     def _make_resolver(self) -> Callable[[str, list[HookResult]], Any]:
         """The resolver to call per emit: a lone plain implementation directly (pluggy's
@@ -575,7 +610,11 @@ class HookBus:
             if not hook.spec.blocking and outcome.behavior in ("deny", "modify"):
                 can_block = EVENTS[event].can_block
                 notes[hook.id] = NOT_BLOCKING_NOTE if can_block else CANNOT_BLOCK_NOTE.format(event=event)
-                outcome = Outcome("context", context=outcome.context) if outcome.context else Outcome()
+                outcome = attrs.evolve(
+                    outcome, behavior="context" if outcome.context else "allow", reason=None, input=None
+                )
+            if outcome.permission is not None or outcome.continue_with is not None:
+                outcome = self._usable_extras(event, hook, outcome, notes)
             results.append(HookResult(hook.id, outcome))
         decision = self._resolve(event, results)
         if decision.behavior == "modify" and decision.input is not None and EVENTS[event].rewrites_tool_input:
@@ -601,6 +640,23 @@ class HookBus:
                 )
             )
         return decision
+
+    @staticmethod
+    def _usable_extras(event: str, hook: Hook, outcome: Outcome, notes: dict[str, str]) -> Outcome:
+        """``outcome`` without the extras ``event`` has no use for, and a note saying so:
+        approve and ask need a blocking hook of PreToolUse or PermissionRequest, as a deny
+        does; continue_with needs Stop or SubagentStop."""
+        dropped: list[str] = []
+        if outcome.permission is not None and (event not in PERMISSION_EVENTS or not hook.spec.blocking):
+            dropped.append(f"{outcome.permission} (it needs a blocking hook of {' or '.join(PERMISSION_EVENTS)})")
+            outcome = attrs.evolve(outcome, permission=None, reason=None if outcome.behavior != "deny" else outcome.reason)
+        if outcome.continue_with is not None and event not in CONTINUE_EVENTS:
+            dropped.append(f"continue_with (only {' and '.join(CONTINUE_EVENTS)} can go on)")
+            outcome = attrs.evolve(outcome, continue_with=None)
+        if dropped:
+            note = "not applied: " + "; ".join(dropped)
+            notes[hook.id] = f"{notes[hook.id]}; {note}" if hook.id in notes else note
+        return outcome
 
     @staticmethod
     def _fail_closed(run: _Run, notes: dict[str, str]) -> _Run:

@@ -12,6 +12,7 @@ import re
 import signal
 from typing import Any
 
+from hookbus.claude_output import UNDERSTOOD, ForeignDecisionError, is_foreign, outcome_from_foreign
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
 from hookbus.errors import json_limit_message
 from hookbus.jsontext import LONE_SURROGATE
@@ -30,17 +31,29 @@ class DecisionError(ValueError):
     """A JSON decision object that does not say anything valid."""
 
 
-def outcome_from_object(decision: dict[str, Any]) -> Outcome:
+def outcome_from_object(decision: dict[str, Any], event: str | None = None) -> Outcome:
     """The explicit decision in a JSON object; DecisionError when it is not a valid one.
 
-    Keys other than behavior, reason, input and context are ignored, so hooks may add
-    their own notes.
+    hookbus's own shape has ``behavior``; keys other than behavior, reason, input and
+    context are ignored, so hooks may add their own notes. Without ``behavior``, Claude
+    Code's and Gemini CLI's shapes decide as those CLIs would on ``event``, and ``{}``
+    allows.
     """
     behavior = decision.get("behavior")
+    if behavior is None and "behavior" not in decision:
+        if not decision:
+            return Outcome("allow")
+        if is_foreign(decision):
+            try:
+                return outcome_from_foreign(decision, event)
+            except ForeignDecisionError as exc:
+                raise DecisionError(f"JSON decision (Claude Code's shape): {exc}") from None
+        keys = ", ".join(repr(key)[:40] for key in list(decision)[:5])
+        raise DecisionError(f"JSON decision not understood (keys {keys}); hookbus reads {UNDERSTOOD}")
     if behavior not in BEHAVIORS:
         allowed = ", ".join(BEHAVIORS)
         raise DecisionError(
-            f'JSON decision needs "behavior" set to one of {allowed} (got {behavior!r})'
+            f'JSON decision needs "behavior" set to one of {allowed} (got {behavior!r:.60})'
         )
     if behavior == "deny":
         reason = decision.get("reason")
@@ -112,16 +125,24 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace").strip()
 
 
-def outcome_from_text(text: str) -> Outcome:
-    """Exit-0 output of a command: nothing is allow, a JSON object decides, text is context."""
+#: Where Claude Code adds a command's plain stdout to the model's context; elsewhere it only
+#: shows it in the transcript view. (ThreadStart is its SessionStart.)
+_CLAUDE_PLAIN_TEXT_EVENTS = frozenset({"UserPromptSubmit", "ThreadStart"})
+
+
+def outcome_from_text(text: str, event: str | None = None, dialect: str | None = None) -> Outcome:
+    """Exit-0 output of a command: nothing is allow, a JSON object decides, text is context
+    (for a ``claude-code`` dialect hook, only where Claude Code makes it context)."""
     text = text.strip()
     if not text:
         return Outcome("allow")
     try:
         decision = _parse_object(text)
         if decision is None:
+            if dialect == "claude-code" and event not in _CLAUDE_PLAIN_TEXT_EVENTS:
+                return Outcome("allow")
             return Outcome("context", context=cap_text(text))
-        return outcome_from_object(decision)
+        return outcome_from_object(decision, event)
     except DecisionError as exc:
         return Outcome.fail_open(str(exc), failure="unparseable")
 
@@ -146,19 +167,37 @@ def describe_exit(returncode: int, stderr: bytes) -> str:
     return f"{message}: {tail}" if tail else message
 
 
-def outcome_from_command(returncode: int, stdout: bytes, stderr: bytes) -> Outcome:
+def outcome_from_command(
+    returncode: int, stdout: bytes, stderr: bytes, event: str | None = None, dialect: str | None = None
+) -> Outcome:
     """The command contract, row by row as the spec states it.
 
     - exit 0 and no output: allow; exit 0 and plain text: that text as context;
       exit 0 and a JSON object: that decision (an invalid one fails open, recorded).
     - exit 2: deny; the reason is stderr, or stdout when stderr is empty.
     - any other exit, or a signal: allow (fail open), with the error recorded.
+
+    A ``claude-code`` dialect hook follows Claude Code's channels instead: plain stdout is
+    context only on UserPromptSubmit and ThreadStart, and exit 2's reason is stderr alone,
+    fed to the model on PostToolUse (context) and Stop/SubagentStop (continue_with).
     """
     if returncode == 0:
-        return outcome_from_text(_decode(stdout))
+        return outcome_from_text(_decode(stdout), event, dialect)
     if returncode == 2:
+        if dialect == "claude-code":
+            return _claude_exit_2(_decode(stderr), event)
         return _deny(_decode(stderr) or _decode(stdout))
     return Outcome.fail_open(describe_exit(returncode, stderr), failure="killed" if returncode < 0 else "crash")
+
+
+def _claude_exit_2(stderr: str, event: str | None) -> Outcome:
+    if event in ("Stop", "SubagentStop"):
+        return Outcome(continue_with=cap_text(stderr or "a hook asked to keep going"))
+    if event == "PostToolUse":
+        return Outcome("context", context=cap_text(stderr)) if stderr else Outcome()
+    if event is None or event in ("PreToolUse", "UserPromptSubmit", "PermissionRequest"):
+        return _deny(stderr)
+    return Outcome()  # Claude Code only shows it to the user
 
 
 # A whole reply that is one fenced block: ```json\n{...}\n``` (the language tag optional).
@@ -166,7 +205,7 @@ _FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(?P<body>.*?)\n?```", re.DOTALL)
 _BLOCK = re.compile(r"^[ \t]*BLOCK:(?P<reason>.*)$", re.MULTILINE)
 
 
-def outcome_from_final_text(text: str) -> Outcome:
+def outcome_from_final_text(text: str, event: str | None = None) -> Outcome:
     """The final-text contract of workflows and prompts (and any runner that answers in text).
 
     - a JSON object with a valid behavior is that decision (also inside a ```json fence);
@@ -177,7 +216,7 @@ def outcome_from_final_text(text: str) -> Outcome:
     text = LONE_SURROGATE.sub("\ufffd", text.replace("\r\n", "\n")).strip()
     if not text:
         return Outcome("allow")
-    decision = _decision_object(text)
+    decision = _decision_object(text, event)
     if decision is not None:
         return decision
     block = _BLOCK.search(text)
@@ -186,7 +225,7 @@ def outcome_from_final_text(text: str) -> Outcome:
     return Outcome("context", context=cap_text(text))
 
 
-def _decision_object(text: str) -> Outcome | None:
+def _decision_object(text: str, event: str | None) -> Outcome | None:
     """The decision of a reply that is a JSON object, or one fenced JSON object; None when
     it is not one, or has no valid behavior (then it is just text)."""
     try:
@@ -197,6 +236,6 @@ def _decision_object(text: str) -> Outcome | None:
                 candidate = _parse_object(fenced[0].strip())
         if candidate is None:
             return None
-        return outcome_from_object(candidate)
+        return outcome_from_object(candidate, event)
     except DecisionError:
         return None

@@ -8,6 +8,11 @@ import attrs
 
 Behavior = Literal["allow", "deny", "modify", "context"]
 BEHAVIORS: tuple[Behavior, ...] = ("allow", "deny", "modify", "context")
+#: What a hook may say about the user's permission prompt, beside its behavior (PreToolUse
+#: and PermissionRequest): "approve" skips the prompt, "ask" always asks. Merged ask > approve,
+#: and neither survives a deny.
+Permission = Literal["approve", "ask"]
+PERMISSIONS: tuple[Permission, ...] = ("approve", "ask")
 
 #: Context injected by one hook is cut here, with a visible marker.
 MAX_CONTEXT_CHARS = 10_000
@@ -48,6 +53,13 @@ class Outcome:
     #: (an answer that is no valid decision), or "error" (anything else). A blocking hook
     #: with ``"on_error": "deny"`` turns a failure into a deny whose reason says which.
     failure: Failure | None = None
+    #: The extras, for what the four behaviors cannot say (Claude Code's hooks say them):
+    #: approve or ask (PreToolUse, PermissionRequest, blocking hooks only);
+    permission: Permission | None = None
+    #: Stop and SubagentStop: do not stop, go on with this instruction;
+    continue_with: str | None = None
+    #: any event: end the whole turn, telling the user this.
+    halt: str | None = None
 
     @classmethod
     def fail_open(cls, error: str, thread_id: str | None = None, failure: Failure = "error") -> Outcome:
@@ -78,9 +90,15 @@ class Decision:
     denied_by: tuple[str, ...] = ()
     #: The hook whose modify supplied ``input``.
     modified_by: str | None = None
+    #: The extras (see Outcome), merged: permission ask > approve (none when denied),
+    #: continue_with and halt joined from every hook that said them.
+    permission: Permission | None = None
+    continue_with: str | None = None
+    halt: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"behavior", "reason", "input", "context"}`` with null keys left out."""
+        """``{"behavior", "reason", "input", "context"}`` and the extras
+        (``"permission"``, ``"continue_with"``, ``"halt"``), null keys left out."""
         return _decision_dict(self)
 
 
@@ -93,5 +111,8 @@ def _decision_dict(decision: Outcome | Decision) -> dict[str, Any]:
         "reason": decision.reason,
         "input": decision.input,
         "context": decision.context,
+        "permission": decision.permission,
+        "continue_with": decision.continue_with,
+        "halt": decision.halt,
     }
     return {key: value for key, value in values.items() if value is not None}

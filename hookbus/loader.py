@@ -14,6 +14,7 @@ from typing import Iterable, Literal
 
 import attrs
 
+from hookbus.claude_names import ToolNames
 from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.files import LoadError, SpecFile, decode_document, read_spec_file
 from hookbus.home import Home
@@ -139,6 +140,7 @@ class HookLoader:
         if self.root_problem is not None:
             problems.append(self.root_problem)
         warnings = [self.root_warning] if self.root_warning else []
+        warnings += ToolNames.from_settings(self.settings.raw)[1]
         for state in self.states.values():
             problems += state.problems
             warnings += state.warnings

@@ -134,6 +134,9 @@ class HookCall:
     settings: Settings | None = None
     #: How the bus answers prompts (``hookbus_run_prompt``); use ``ask``.
     prompt_sender: PromptSender | None = attrs.field(default=None, repr=False)
+    #: Variables for the hook's process beyond the bus's own: its spec's ``env``, and
+    #: CLAUDE_PROJECT_DIR and friends for a ``claude-code`` dialect hook.
+    hook_env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -165,12 +168,15 @@ class HookCall:
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The process environment plus HOOKBUS_HOOK_ID, HOOKBUS_HOOK_DIR, HOOKBUS_EVENT and
-        HOOKBUS_HOME, and ``extra`` (made fit for an environment: no NUL, no lone surrogate)."""
+        HOOKBUS_HOME, ``hook_env``, and ``extra`` (made fit for an environment: no NUL, no
+        lone surrogate)."""
         env = dict(os.environ)
         env["HOOKBUS_HOOK_ID"] = self.hook.id
         env["HOOKBUS_HOOK_DIR"] = str(self.hook.directory)
         env["HOOKBUS_EVENT"] = self.event
         env["HOOKBUS_HOME"] = str(self.home.root)
+        if self.hook_env:
+            env.update((name, _environment_safe(value)) for name, value in self.hook_env.items())
         if extra:
             env.update((name, _environment_safe(value)) for name, value in extra.items())
         return env

@@ -108,6 +108,18 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
                 'answers with something unparseable) decides: "allow" (fail open, the default) or '
                 '"deny" (fail closed). "deny" needs "blocking": true.',
             },
+            "dialect": {
+                "enum": ["claude-code"],
+                "description": "Whose conventions the hook follows. \"claude-code\": it gets Claude "
+                "Code's envelope (tool names such as Bash and Write, file_path, session_id), "
+                "CLAUDE_PROJECT_DIR and friends, its matcher is tried against Claude's tool names, "
+                "and its output is read as Claude Code reads it. Leave it out for hookbus's own.",
+            },
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Variables added to the environment of the hook's process.",
+            },
             **actions,
         },
         "required": ["trigger"],

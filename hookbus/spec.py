@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 import attrs
 
@@ -12,7 +13,8 @@ from hookbus.jsontext import json_type_name
 from hookbus.durations import parse_duration
 from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot, shorten
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
-from hookbus.matching import Matcher, compile_matcher
+from hookbus.claude_names import claude_matcher, tool_names
+from hookbus.matching import Matcher, compile_matcher, compile_regex, encode
 from hookbus.runners import check_runnable
 
 if TYPE_CHECKING:
@@ -22,6 +24,9 @@ Mode = Literal["sync", "async"]
 MODES: tuple[str, ...] = ("sync", "async")
 OnError = Literal["allow", "deny"]
 ON_ERROR: tuple[str, ...] = ("allow", "deny")
+#: What a hook's ``dialect`` may be: whose conventions its envelope, environment and
+#: output follow (absent: hookbus's own).
+DIALECTS: tuple[str, ...] = ("claude-code",)
 DEFAULT_SYNC_TIMEOUT = "5s"
 DEFAULT_ASYNC_TIMEOUT = "10m"
 
@@ -57,13 +62,15 @@ class _SpecFields:
     timeout: str | None = None
     created_by: str = ""
     on_error: str = "allow"
+    dialect: str | None = None
+    env: dict[str, str] = attrs.field(factory=dict)
 
 
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(_SpecFields))
 #: The JSON type each field must have, for the fast path of ``_structure_fields``.
 _FIELD_TYPES: dict[str, type] = {
     "id": str, "name": str, "enabled": bool, "mode": str, "blocking": bool,
-    "cwd": str, "timeout": str, "created_by": str, "on_error": str,
+    "cwd": str, "timeout": str, "created_by": str, "on_error": str, "dialect": str, "env": dict,
 }
 
 
@@ -110,6 +117,11 @@ class HookSpec:
     #: What a failure of the hook decides: "allow" (fail open) or, for a blocking hook,
     #: "deny" (fail closed).
     on_error: OnError = "allow"
+    #: Whose conventions the hook follows: None for hookbus's, "claude-code" for Claude
+    #: Code's (its envelope, tool names, environment and output rules).
+    dialect: str | None = None
+    #: Variables added to the environment of the hook's process.
+    env: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -181,7 +193,7 @@ def _check_actions(
 
 
 def _check_semantics(
-    fields: _SpecFields, directory_name: str
+    fields: _SpecFields, directory_name: str, settings_document: Mapping[str, Any]
 ) -> tuple[Matcher | None, list[SpecError]]:
     """The compiled matcher, and every rule the fields break."""
     errors: list[SpecError] = []
@@ -204,6 +216,11 @@ def _check_semantics(
     else:
         try:
             matcher = compile_matcher(source)
+            if fields.dialect == "claude-code":
+                # Written against Claude's tool names: tried against vixd's equivalents too.
+                translated = claude_matcher(source, tool_names(settings_document), _regex_matches)
+                if translated != source:
+                    matcher = compile_matcher(translated)
         except SpecError as exc:
             errors.append(exc)
     if fields.mode not in MODES:
@@ -235,6 +252,15 @@ def _check_semantics(
         check_runnable(fields.cwd, "cwd")
     except SpecError as exc:
         errors.append(SpecError(exc.message, "$.cwd"))
+    if fields.dialect is not None and fields.dialect not in DIALECTS:
+        errors.append(
+            SpecError(
+                f"unknown dialect {shorten(fields.dialect)!r}{did_you_mean(fields.dialect, DIALECTS)}; "
+                f"dialects are {', '.join(DIALECTS)} (leave it out for hookbus's own)",
+                "$.dialect",
+            )
+        )
+    errors += _check_env(fields.env)
     if fields.id is not None and fields.id != directory_name:
         errors.append(
             SpecError(
@@ -244,6 +270,24 @@ def _check_semantics(
             )
         )
     return matcher, errors
+
+
+def _regex_matches(source: str, name: str) -> bool:
+    return compile_regex(source).fullmatch(encode(name))
+
+
+def _check_env(env: dict[str, Any]) -> list[SpecError]:
+    """Every entry of ``env`` that cannot be an environment variable, with where it is."""
+    errors: list[SpecError] = []
+    for name, value in env.items():
+        where = f"$.env.{name}" if name.isidentifier() else "$.env"
+        if not name or "=" in name or "\0" in name:
+            errors.append(SpecError(f"{shorten(name)!r} cannot be an environment variable's name", where))
+        elif not isinstance(value, str):
+            errors.append(SpecError(f"expected a string, got {json_type_name(value)}", where))
+        elif "\0" in value:
+            errors.append(SpecError("an environment variable cannot hold a NUL character", where))
+    return errors
 
 
 def parse_hook(
@@ -289,7 +333,7 @@ def parse_hook(
         errors += exc.errors
     matcher: Matcher | None = None
     if fields is not None:
-        matcher, problems = _check_semantics(fields, directory_name)
+        matcher, problems = _check_semantics(fields, directory_name, context.settings.raw)
         errors += problems
     options: Any = None
     entry = runners.get(action_key) if action_key else None
@@ -320,6 +364,8 @@ def parse_hook(
         timeout=timeout,
         created_by=fields.created_by,
         on_error="deny" if fields.on_error == "deny" else "allow",
+        dialect=fields.dialect,
+        env=MappingProxyType(dict(fields.env)),
     )
     return Hook(
         spec=spec,

@@ -211,10 +211,10 @@ FAIL_ROWS: dict[str, FailRow] = {
     ),
     "killed-by-sigkill": FailRow("kill -9 $$", ("killed by SIGKILL",)),
     "killed-by-sigterm": FailRow("kill -TERM $$", ("killed by SIGTERM",)),
-    "json-empty-object": FailRow("echo '{}'", ('"behavior"', "got None")),
+    "json-unknown-keys": FailRow("""echo '{"verdict": "no"}'""", ("not understood (keys 'verdict')", "Claude Code's")),
     "json-unknown-behavior": FailRow("""echo '{"behavior": "block"}'""", ('"behavior"', "'block'")),
     "json-behavior-wrong-case": FailRow("""echo '{"behavior": "DENY"}'""", ('"behavior"', "'DENY'")),
-    "json-reason-without-behavior": FailRow("""echo '{"reason": "nope"}'""", ('"behavior"',)),
+    "json-reason-without-behavior": FailRow("""echo '{"reason": "nope"}'""", ("not understood (keys 'reason')",)),
     "json-deny-reason-not-string": FailRow("""echo '{"behavior": "deny", "reason": 5}'""", ('"reason" must be a string',)),
     "json-modify-without-input": FailRow("""echo '{"behavior": "modify"}'""", ('modify needs an object in "input"',)),
     "json-modify-input-not-object": FailRow(
@@ -373,7 +373,8 @@ def test_outcome_from_command(returncode: int, stdout: bytes, stderr: bytes, exp
 
 
 INVALID_DECISIONS: dict[str, tuple[str, str]] = {
-    "empty-object": ("{}", '"behavior" set to one of allow, deny, modify, context (got None)'),
+    "unknown-keys": ('{"verdict":"no","why":1}', "not understood (keys 'verdict', 'why'); hookbus reads hookbus's"),
+    "behavior-null": ('{"behavior":null}', '"behavior" set to one of allow, deny, modify, context (got None)'),
     "unknown-behavior": ('{"behavior":"block"}', "(got 'block')"),
     "behavior-not-string": ('{"behavior":1}', "(got 1)"),
     "reason-not-string": ('{"behavior":"deny","reason":["a"]}', '"reason" must be a string'),

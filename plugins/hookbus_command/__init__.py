@@ -50,7 +50,9 @@ class CommandRunner:
         if failure is not None:
             return Outcome.fail_open(failure, failure=result.failure_kind())
         assert result.returncode is not None
-        return outcome_from_command(result.returncode, result.stdout, result.stderr)
+        return outcome_from_command(
+            result.returncode, result.stdout, result.stderr, call.event, call.hook.spec.dialect
+        )
 
 
 @hookimpl

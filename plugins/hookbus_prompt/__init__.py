@@ -50,7 +50,7 @@ class PromptRunner:
             if exc.failure == "timeout" and call.remaining() <= 0:
                 message = f"timed out after {call.hook.spec.timeout}"
             return Outcome.fail_open(message, failure=exc.failure)
-        return attrs.evolve(outcome_from_final_text(answer.text), thread_id=answer.thread_id)
+        return attrs.evolve(outcome_from_final_text(answer.text, call.event), thread_id=answer.thread_id)
 
 
 @hookimpl

@@ -105,7 +105,7 @@ class WorkflowRunner:
                     return Outcome.fail_open(call.cancel.reason or "cancelled", thread_id, "killed")
                 return Outcome.fail_open(f"{label} failed: {error}", thread_id, kind)
             previous = output
-        return attrs.evolve(outcome_from_final_text(previous or ""), thread_id=thread_id)
+        return attrs.evolve(outcome_from_final_text(previous or "", call.event), thread_id=thread_id)
 
     @staticmethod
     def _timeout_text(call: HookCall, step: Step, deadline: float) -> str:

@@ -168,7 +168,7 @@ class HttpRunner:
         if len(body) > MAX_RESPONSE_BYTES:
             limit_mib = MAX_RESPONSE_BYTES // (1024 * 1024)
             return Outcome.fail_open(f"{where} answered with more than {limit_mib} MiB")
-        return outcome_from_final_text(redact(body.decode("utf-8", errors="replace")))
+        return outcome_from_final_text(redact(body.decode("utf-8", errors="replace")), call.event)
 
 
 @hookimpl

@@ -1,0 +1,169 @@
+"""Claude Code's and Gemini CLI's hook output, read as they read it.
+
+Hooks written for those CLIs print JSON without hookbus's ``behavior``:
+``hookSpecificOutput.permissionDecision``, ``updatedInput``, ``additionalContext``, the
+legacy ``decision: block|approve``, ``continue: false``, PermissionRequest's
+``hookSpecificOutput.decision``, Gemini's ``decision: deny`` and
+``hookSpecificOutput.tool_input``. What they mean depends on the event (a ``block`` on Stop
+means "keep going"), so reading them needs it. Shapes that only say "no opinion" (``{}``,
+``continue: true``, ``suppressOutput``, ``systemMessage``) allow without an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookbus.decision import Behavior, Outcome, Permission, cap_text
+from hookbus.events import EVENTS
+
+#: The top-level keys that make an object Claude Code's (or Gemini CLI's) output. (A
+#: ``reason`` alone is not one: it explains a decision, and without one it is a mistake.)
+FOREIGN_KEYS = frozenset({"hookSpecificOutput", "decision", "continue", "suppressOutput", "systemMessage"})
+#: Where Claude Code feeds a ``block`` to the model instead of refusing anything.
+_KEEP_GOING_EVENTS = frozenset({"Stop", "SubagentStop"})
+_PERMISSION_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
+#: The message for a JSON object that is nobody's decision.
+UNDERSTOOD = (
+    'hookbus\'s {"behavior": "allow"|"deny"|"modify"|"context", ...}, or Claude Code\'s '
+    "hookSpecificOutput (permissionDecision, updatedInput, additionalContext), decision "
+    '("block"/"approve") with reason, or continue: false with stopReason (Gemini CLI\'s '
+    'decision "deny" and hookSpecificOutput.tool_input too)'
+)
+
+
+class ForeignDecisionError(ValueError):
+    """A Claude-style object whose keys hold values neither CLI would accept."""
+
+
+def is_foreign(decision: dict[str, Any]) -> bool:
+    """Whether ``decision`` (without ``behavior``) is in Claude Code's or Gemini's shape."""
+    return not FOREIGN_KEYS.isdisjoint(decision)
+
+
+def _text(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ForeignDecisionError(f'"{where}" must be a string')
+    return value.strip() or None
+
+
+def _object(value: object, where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ForeignDecisionError(f'"{where}" must be an object')
+    return value
+
+
+class _Reading:
+    """What the keys of one object say, gathered before they are made one Outcome."""
+
+    def __init__(self) -> None:
+        self.deny: str | None = None
+        self.denied = False
+        self.input: dict[str, Any] | None = None
+        self.contexts: list[str] = []
+        self.permission: Permission | None = None
+        self.reason: str | None = None
+        self.continue_with: str | None = None
+        self.halt: str | None = None
+
+    def outcome(self) -> Outcome:
+        behavior: Behavior = "allow"
+        context = "\n\n".join(self.contexts) or None
+        if self.denied:
+            behavior = "deny"
+        elif self.input is not None:
+            behavior = "modify"
+        elif context is not None:
+            behavior = "context"
+        permission = None if self.denied else self.permission
+        reason = self.deny if self.denied else (self.reason if permission == "ask" else None)
+        return Outcome(
+            behavior,
+            reason=cap_text(reason) if reason else None,
+            input=self.input if behavior == "modify" else None,
+            context=cap_text(context) if context else None,
+            permission=permission,
+            continue_with=cap_text(self.continue_with) if self.continue_with else None,
+            halt=cap_text(self.halt) if self.halt else None,
+        )
+
+
+def outcome_from_foreign(decision: dict[str, Any], event: str | None) -> Outcome:
+    """The Outcome Claude Code (or Gemini CLI) would take from ``decision`` on ``event``.
+
+    ForeignDecisionError when a key holds a value neither CLI accepts. Without an event
+    (a runner that does not say), ``block`` denies."""
+    reading = _Reading()
+    can_block = event is None or (event in EVENTS and EVENTS[event].can_block)
+    if decision.get("continue") is False:
+        stop = _text(decision.get("stopReason"), "stopReason") or "a hook stopped the turn"
+        reading.halt = stop
+        if can_block:
+            reading.denied, reading.deny = True, stop
+    specific = _object(decision.get("hookSpecificOutput"), "hookSpecificOutput") or {}
+    _read_specific(specific, event, reading)
+    _read_legacy(decision, event, reading)
+    return reading.outcome()
+
+
+def _read_specific(specific: dict[str, Any], event: str | None, reading: _Reading) -> None:
+    context = _text(specific.get("additionalContext"), "hookSpecificOutput.additionalContext")
+    if context:
+        reading.contexts.append(context)
+    answer = _object(specific.get("decision"), "hookSpecificOutput.decision")
+    if answer is not None:  # PermissionRequest's answer to the prompt
+        behavior = answer.get("behavior")
+        if behavior == "deny":
+            reading.denied = True
+            reading.deny = reading.deny or _text(answer.get("message"), "hookSpecificOutput.decision.message")
+        elif behavior == "allow":
+            reading.permission = "approve"
+            updated = _object(answer.get("updatedInput"), "hookSpecificOutput.decision.updatedInput")
+            if updated is not None:
+                reading.input = updated
+        else:
+            raise ForeignDecisionError(
+                f'"hookSpecificOutput.decision.behavior" must be "allow" or "deny" (got {behavior!r:.40})'
+            )
+    verdict = specific.get("permissionDecision")
+    reason = _text(specific.get("permissionDecisionReason"), "hookSpecificOutput.permissionDecisionReason")
+    if verdict == "deny":
+        reading.denied = True
+        reading.deny = reading.deny or reason
+    elif verdict == "ask":
+        reading.permission, reading.reason = "ask", reason
+    elif verdict == "allow":
+        if reading.permission != "ask":
+            reading.permission = "approve"
+    elif verdict is not None:
+        raise ForeignDecisionError(
+            f'"hookSpecificOutput.permissionDecision" must be "allow", "deny" or "ask" (got {verdict!r:.40})'
+        )
+    for key in ("updatedInput", "tool_input"):  # Claude Code's, Gemini CLI's
+        updated = _object(specific.get(key), f"hookSpecificOutput.{key}")
+        if updated is not None and reading.input is None:
+            reading.input = updated
+
+
+def _read_legacy(decision: dict[str, Any], event: str | None, reading: _Reading) -> None:
+    verdict = decision.get("decision")
+    reason = _text(decision.get("reason"), "reason")
+    if verdict in ("block", "deny"):
+        if event in _KEEP_GOING_EVENTS:
+            reading.continue_with = reason or "a hook asked to keep going"
+        elif event is not None and not EVENTS.get(event, EVENTS["Stop"]).can_block:
+            if reason:  # PostToolUse: the tool ran; the reason is fed to the model
+                reading.contexts.append(reason)
+        else:
+            reading.denied = True
+            reading.deny = reading.deny or reason
+    elif verdict in ("approve", "allow"):
+        if event is None or event in _PERMISSION_EVENTS:
+            reading.permission = reading.permission or "approve"
+    elif verdict is not None:
+        raise ForeignDecisionError(
+            f'"decision" must be "block" or "approve" (Gemini CLI: "deny" or "allow"), got {verdict!r:.40}'
+        )
