@@ -165,6 +165,25 @@ def cmd_emit(args: argparse.Namespace) -> int:
     served = _emit_via_server(args, envelope)
     if served is not None:
         return served
+    interrupts = _Interrupts()
+    decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision)
+    return interrupts.exit_code(2 if decision.get("behavior") == "deny" else 0)
+
+
+def _print_decision(decision: dict[str, Any]) -> None:
+    print(_json_line(decision))
+    sys.stdout.flush()
+
+
+def decide_in_process(
+    args: argparse.Namespace,
+    event: str,
+    envelope: dict[str, Any],
+    interrupts: _Interrupts,
+    answer: Callable[[dict[str, Any]], None],
+) -> dict[str, Any]:
+    """Run ``event``'s hooks here, hand the decision to ``answer`` as soon as it is known,
+    then wait for the async hooks (unless interrupted) and return it."""
     from hookbus.console import log_to_stderr
 
     log_to_stderr()
@@ -172,23 +191,34 @@ def cmd_emit(args: argparse.Namespace) -> int:
     drain = max(
         (hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0
     )
-    interrupts = _Interrupts()
     with interrupts.watching(bus):
         try:
-            decision = bus.emit(args.event, envelope)
-            print(_json_line(decision.as_dict()))
-            sys.stdout.flush()
+            decision = bus.emit(event, envelope).as_dict()
+            answer(decision)
         finally:
             bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
-    return interrupts.exit_code(2 if decision.behavior == "deny" else 0)
+    return decision
 
 
 def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int | None:
     """Emit through a live ``hookbus serve`` of the same home: print the decision and
     return the exit code. None when there is none to use: emit runs in-process."""
+    decision = decide_via_server(args, args.event, envelope, "hookbus emit")
+    if decision is None:
+        return None
+    print(_json_line(decision))
+    sys.stdout.flush()
+    return 2 if decision.get("behavior") == "deny" else 0
+
+
+def decide_via_server(
+    args: argparse.Namespace, event: str, envelope: dict[str, Any], verb: str
+) -> dict[str, Any] | None:
+    """The decision of a live ``hookbus serve`` of ``--home`` (``--socket``) for ``event``;
+    None when there is none to use, and the caller runs the hooks in-process."""
     import os
 
-    if args.no_server or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
+    if getattr(args, "no_server", False) or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
         return None
     from hookbus.client import Client, NoServer, OtherHome, RemoteError
     from hookbus.protocol import SHUTTING_DOWN
@@ -200,14 +230,14 @@ def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int 
     except NoServer:
         return None
     except OSError as exc:  # UntrustedPeer included
-        _warn(f"hookbus emit: not using the server: {exc}; running in-process")
+        _warn(f"{verb}: not using the server: {exc}; running in-process")
         return None
     with client:
         try:
-            decision = client.emit(args.event, envelope)
+            return client.emit(event, envelope)
         except OtherHome as exc:
             served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
-            _warn(f"hookbus emit: the server on {client.path} serves {served}, not {home}; running in-process")
+            _warn(f"{verb}: the server on {client.path} serves {served}, not {home}; running in-process")
             return None
         except RemoteError as exc:
             if exc.code == SHUTTING_DOWN:
@@ -215,9 +245,6 @@ def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int 
             raise UsageError(str(exc)) from None
         except (OSError, ValueError) as exc:
             raise UsageError(f"the server on {client.path} failed before answering (its hooks may have run): {exc}") from None
-    print(_json_line(decision))
-    sys.stdout.flush()
-    return 2 if decision.get("behavior") == "deny" else 0
 
 
 def _warn(text: str) -> None:
@@ -535,6 +562,12 @@ def _add_emit(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=cmd_emit)
 
 
+def _add_claude_code_hook(parser: argparse.ArgumentParser) -> None:
+    from hookbus.bridge import add_parser
+
+    add_parser(parser)
+
+
 def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
     parser.set_defaults(func=cmd_serve)
@@ -617,6 +650,15 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "reload. Exit 1 if it cannot start, another server holding this home included.",
         _add_serve,
     ),
+    "claude-code-hook": (
+        "be Claude Code's hook engine: one command for every Claude Code event",
+        "Read Claude Code's hook envelope on stdin, run this home's hooks for the matching "
+        "event (SessionStart is ThreadStart; Bash, Write, file_path... become bash, "
+        "write_file, path...), through a `hookbus serve` when one answers, and print the "
+        "merged decision as Claude Code's hook output (exit 0). Events with no counterpart "
+        "print nothing. Exit 1 on a usage or config error (Claude Code then goes on).",
+        _add_claude_code_hook,
+    ),
     "demo": ("play an agent loop against example hooks in a throwaway home", None, _add_demo),
 }
 
@@ -675,7 +717,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
-    if args.func is not cmd_emit:  # emit logs only if it runs in-process: a server is faster
+    if args.verb not in ("emit", "claude-code-hook"):  # they log only when in-process: a server is faster
         from hookbus.console import log_to_stderr
 
         log_to_stderr()
