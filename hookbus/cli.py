@@ -568,6 +568,12 @@ def _add_claude_code_hook(parser: argparse.ArgumentParser) -> None:
     add_parser(parser)
 
 
+def _add_import(parser: argparse.ArgumentParser) -> None:
+    from hookbus.claude_import import add_parser
+
+    add_parser(parser)
+
+
 def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
     parser.set_defaults(func=cmd_serve)
@@ -658,6 +664,16 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "merged decision as Claude Code's hook output (exit 0). Events with no counterpart "
         "print nothing. Exit 1 on a usage or config error (Claude Code then goes on).",
         _add_claude_code_hook,
+    ),
+    "import": (
+        "turn Claude Code's hooks (settings.json, a plugin's hooks.json) into hooks of this home",
+        "Turn each command or prompt hook of FILE's \"hooks\" block (a Claude Code settings.json, "
+        "or a plugin's hooks/hooks.json) into HOME/hooks/<id>/hook.json with \"dialect\": "
+        "\"claude-code\", so it runs unchanged. Events hookbus has no counterpart for are listed "
+        "and skipped. All or nothing: a malformed entry writes nothing (exit 1). Existing hook "
+        "directories are refused unless --force. --install-bridge instead makes FILE (a Claude "
+        "settings.json) send every event to `hookbus claude-code-hook`.",
+        _add_import,
     ),
     "demo": ("play an agent loop against example hooks in a throwaway home", None, _add_demo),
 }

@@ -1,0 +1,877 @@
+"""``hookbus import claude-code FILE``: Claude Code's hooks as hookbus hooks.
+
+FILE is a Claude Code settings.json, or a plugin's ``hooks/hooks.json`` (the same
+``{"hooks": {...}}`` shape, maybe with a ``description``). Each command or prompt entry of
+its ``hooks`` block becomes one hook directory, ``HOME/hooks/<id>/hook.json``, with
+``"dialect": "claude-code"``: the hook sees Claude Code's envelope, tool names and
+environment, and its output is read as Claude Code reads it, so the command runs unchanged.
+
+    {"hooks": {"PreToolUse": [{"matcher": "Bash",
+                               "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+
+becomes ``{"trigger": {"event": "PreToolUse", "matcher": "Bash"}, "mode": "sync",
+"blocking": true, "timeout": "30s", "dialect": "claude-code", "command": "..."}``.
+
+- Events: SessionStart is ThreadStart; PreToolUse, PostToolUse, UserPromptSubmit,
+  PermissionRequest, Stop, SubagentStart, SubagentStop, PreCompact and PostCompact keep
+  their names. Claude's other events (SessionEnd, Notification, ...) have no counterpart:
+  they are listed and skipped.
+- Matchers: Claude matches a word or a ``A|B`` list of words exactly, ``*`` or nothing
+  everything, and anything else as an unanchored regex. hookbus anchors its regexes, so a
+  word list is kept as it is, ``*`` is left out, and a regex X becomes ``.*(?:X).*``.
+  UserPromptSubmit and Stop have no matcher in hookbus; one written there is dropped.
+- Timeouts are seconds in Claude (``30`` is ``"30s"``, ``1.5`` is ``"1500ms"``); a command
+  without one gets Claude's default, 60 s, a prompt 30 s.
+- A plugin's hooks get ``"env": {"CLAUDE_PLUGIN_ROOT": ROOT}``: ``--plugin-root``, else the
+  directory above ``hooks/`` when it holds ``.claude-plugin/``.
+
+It is all or nothing: a file with a malformed entry, or an entry hookbus would refuse once
+converted (each hook is checked by hookbus's own parser before anything is written),
+writes nothing and exits 1. A hook directory that exists already is refused (unless
+``--force``), or left alone when it holds exactly what the import would write.
+
+``--install-bridge`` does the opposite wiring: it merges into FILE (a Claude settings.json)
+hooks that send every Claude event to ``hookbus claude-code-hook``, which runs the home's
+hooks and answers Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TextIO
+
+from hookbus.claude_names import VIX_EVENT
+from hookbus.errors import did_you_mean, shorten
+from hookbus.events import EVENTS
+from hookbus.jsontext import json_type_name
+from hookbus.rendezvous import home_root
+from hookbus.terminal import printable
+
+if TYPE_CHECKING:
+    import argparse
+
+    from hookbus.errors import SpecError
+    from hookbus.home import Home
+
+#: Where an imported hook says it came from: ``import:claude-code:<absolute path>``.
+CREATED_BY_PREFIX = "import:claude-code:"
+DIALECT = "claude-code"
+#: The longest id the import derives (before a ``-2`` suffix, which stays within it).
+MAX_ID_LENGTH = 48
+#: Claude Code's default timeouts, in seconds, for each hook type.
+DEFAULT_TIMEOUTS: dict[str, int] = {"command": 60, "prompt": 30}
+#: Claude Code's hook types that hookbus has no runner for: such entries are skipped.
+UNSUPPORTED_TYPES: tuple[str, ...] = ("agent", "http")
+#: Claude Code's events that hookbus has no counterpart for (those it knows of; any other
+#: name is skipped too, with a hint when it looks like a misspelling).
+CLAUDE_ONLY_EVENTS: tuple[str, ...] = (
+    "SessionEnd", "Notification", "PostToolUseFailure", "Setup", "StopFailure",
+    "TeammateIdle", "TaskCompleted", "ConfigChange", "WorktreeCreate", "WorktreeRemove",
+)
+#: Entry keys Claude Code uses for display only: dropped without a word.
+_COSMETIC_KEYS = frozenset({"statusMessage"})
+#: A matcher Claude Code compares with tool names exactly, word by word.
+_WORD_LIST = re.compile(r"[A-Za-z0-9_|]+")
+#: ``$NAME`` and ``${NAME}``: left out of the words an id is made from.
+_VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+#: The events ``--install-bridge`` sends to ``hookbus claude-code-hook``.
+BRIDGE_EVENTS: tuple[str, ...] = (
+    "PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "SessionStart",
+    "Stop", "SubagentStop", "PreCompact",
+)
+#: Those among them whose matcher filters tool names: the bridge's has ``"matcher": "*"``.
+BRIDGE_TOOL_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PermissionRequest")
+
+
+class ImportFailed(Exception):
+    """The file cannot be imported: every line of ``messages`` says why, and where."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = messages
+
+
+@dataclass
+class PlannedHook:
+    """One hook the import makes, and what it does with its directory."""
+
+    hook_id: str
+    #: The entry's place in FILE: ``$.hooks.PreToolUse[0].hooks[1]``.
+    location: str
+    claude_event: str
+    event: str
+    #: The matcher written into hook.json; None when it is left out (all).
+    matcher: str | None
+    document: dict[str, Any]
+    #: "create", "overwrite", "unchanged" (it holds this already) or "refused" (it exists).
+    action: str = "create"
+    #: Why it was refused, or what changed in translation, for people.
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "prompt" if "prompt" in self.document else "command"
+
+
+@dataclass
+class Plan:
+    """What an import of one file does."""
+
+    #: FILE as given (for messages) and its absolute path (for ``created_by``).
+    shown: str
+    source: str
+    home: Path
+    plugin_root: str | None
+    hooks: list[PlannedHook] = field(default_factory=list)
+    #: Events with no hookbus counterpart, each with how many hooks it holds (and a hint).
+    skipped_events: list[tuple[str, int, str]] = field(default_factory=list)
+    #: Entries left out, and why: ``(location, reason)`` (a type hookbus has no runner
+    #: for; the bridge itself, which would call hookbus from hookbus).
+    skipped_entries: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def refused(self) -> list[PlannedHook]:
+        return [hook for hook in self.hooks if hook.action == "refused"]
+
+
+# -- reading the file --------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_json_file(path: str, shown: str) -> Any:
+    """The JSON document in ``path``; ImportFailed saying what is wrong with it."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ImportFailed([f"{shown}: cannot read it: {exc.strerror or exc}"]) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed([f"{shown}: not valid UTF-8 (byte {exc.start})"]) from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ImportFailed([f"{shown}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]) from None
+    except RecursionError:
+        raise ImportFailed([f"{shown}: invalid JSON: nested too deeply"]) from None
+    except ValueError as exc:
+        raise ImportFailed([f"{shown}: invalid JSON: {exc}"]) from None
+
+
+def _key_path(base: str, key: str) -> str:
+    """``$.hooks.PreToolUse``, or ``$.hooks["odd name"]`` for a key that is no identifier."""
+    return f"{base}.{key}" if key.isidentifier() else f"{base}[{json.dumps(key)}]"
+
+
+# -- translating -------------------------------------------------------------------------
+
+
+def translate_matcher(event: str, matcher: str | None) -> tuple[str | None, str | None]:
+    """hookbus's matcher for Claude's ``matcher`` on (hookbus's) ``event``, and a note when
+    something changed in meaning or was dropped. None: leave the matcher out (all)."""
+    info = EVENTS.get(event)
+    if matcher is None or matcher in ("", "*"):
+        return None, None
+    if info is not None and info.matcher_field is None:
+        return None, f"matcher {shorten(matcher)!r} dropped: {event} has no matcher in hookbus"
+    if _WORD_LIST.fullmatch(matcher):
+        words = [word for word in matcher.split("|") if word]
+        # Claude compares each word with the whole name; hookbus anchors: the same test.
+        return "|".join(words), None
+    # Claude searches for the regex anywhere in the name; hookbus matches the whole name.
+    return f".*(?:{matcher}).*", None
+
+
+def format_timeout(seconds: int | float) -> str:
+    """Claude's timeout (seconds) as a Go duration: 30 → ``30s``, 1.5 → ``1500ms``."""
+    exact = Decimal(repr(seconds)) if isinstance(seconds, float) else Decimal(seconds)
+    if exact == exact.to_integral_value():
+        return f"{int(exact)}s"
+    millis = exact * 1000
+    if millis == millis.to_integral_value():
+        return f"{int(millis)}ms"
+    return f"{format(millis.normalize(), 'f')}ms"
+
+
+def _slug(text: str, limit: int) -> str:
+    """Lowercase letters, digits and single dashes, at most ``limit`` long, cut between
+    words when a word boundary is not too far back."""
+    slug = _NOT_SLUG.sub("-", text.lower()).strip("-")
+    if len(slug) <= limit:
+        return slug
+    cut = slug[:limit]
+    if slug[limit] != "-" and cut.rfind("-") > limit // 2:
+        cut = cut[: cut.rfind("-")]
+    return cut.rstrip("-")
+
+
+def _words_of(command: str) -> str:
+    """What a command's id is made from: its words, without variables, with each path cut
+    to its last part (``"$CLAUDE_PROJECT_DIR"/.claude/hooks/lint.sh`` is ``lint.sh``)."""
+    text = _VARIABLE.sub("", command)
+    try:
+        tokens = shlex.split(text)
+    except ValueError:  # an unbalanced quote: words are enough for a name
+        tokens = text.split()
+    words = [os.path.basename(token.rstrip("/")) if "/" in token else token for token in tokens]
+    return " ".join(words)
+
+
+def base_id(claude_event: str, matcher: str | None, kind: str, text: str) -> str:
+    """The id a hook gets before collisions: event, matcher and a slug of its action."""
+    parts = [_slug(claude_event, 24)]
+    if matcher:
+        parts.append(_slug(matcher, 20))
+    parts.append(_slug(_words_of(text) if kind == "command" else text, MAX_ID_LENGTH) or kind)
+    return _slug("-".join(part for part in parts if part), MAX_ID_LENGTH) or kind
+
+
+def unique_id(base: str, taken: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``... (still within the length) if it is taken."""
+    if base not in taken:
+        return base
+    number = 2
+    while True:
+        suffix = f"-{number}"
+        candidate = base[: MAX_ID_LENGTH - len(suffix)].rstrip("-") + suffix
+        if candidate not in taken:
+            return candidate
+        number += 1
+
+
+def _summary(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def find_plugin_root(source: str) -> str | None:
+    """The plugin a hooks.json belongs to: the directory above the one holding it, when that
+    directory holds ``.claude-plugin/`` (``<plugin>/hooks/hooks.json``)."""
+    candidate = os.path.dirname(os.path.dirname(source))
+    return candidate if os.path.isdir(os.path.join(candidate, ".claude-plugin")) else None
+
+
+# -- planning ----------------------------------------------------------------------------
+
+
+class _Reader:
+    """Walks FILE's hooks block, collecting every malformation with where it is."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.errors: list[str] = []
+
+    def error(self, message: str, location: str) -> None:
+        self.errors.append(f"{self.plan.shown}: {message} @ {location}")
+
+    def warn(self, message: str, location: str) -> None:
+        self.plan.warnings.append(f"{self.plan.shown}: {message} @ {location}")
+
+    def read(self, document: Any) -> list[tuple[str, str, str | None, dict[str, Any], str]]:
+        """Each importable entry: (Claude event, its location, the group's matcher, the
+        entry, the group's location)."""
+        if not isinstance(document, dict):
+            self.error(f"expected an object at the top level, got {json_type_name(document)}", "$")
+            return []
+        hooks = document.get("hooks")
+        if hooks is None:
+            self.error('no "hooks" object: expected {"hooks": {"PreToolUse": [...], ...}}', "$")
+            return []
+        if not isinstance(hooks, dict):
+            self.error(f"expected an object of events, got {json_type_name(hooks)}", "$.hooks")
+            return []
+        entries: list[tuple[str, str, str | None, dict[str, Any], str]] = []
+        for claude_event, groups in hooks.items():
+            where = _key_path("$.hooks", claude_event)
+            if not isinstance(groups, list):
+                self.error(f"expected an array of matcher groups, got {json_type_name(groups)}", where)
+                continue
+            if claude_event not in VIX_EVENT:
+                count = sum(
+                    len(group["hooks"]) for group in groups
+                    if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+                )
+                hint = "" if claude_event in CLAUDE_ONLY_EVENTS else did_you_mean(claude_event, VIX_EVENT)
+                self.plan.skipped_events.append((claude_event, count, hint))
+                continue
+            for index, group in enumerate(groups):
+                entries += self._group(claude_event, group, f"{where}[{index}]")
+        return entries
+
+    def _group(
+        self, claude_event: str, group: Any, where: str
+    ) -> list[tuple[str, str, str | None, dict[str, Any], str]]:
+        if not isinstance(group, dict):
+            self.error(f'expected a matcher group ({{"matcher": ..., "hooks": [...]}}), got {json_type_name(group)}', where)
+            return []
+        matcher = group.get("matcher")
+        errors = len(self.errors)
+        if matcher is not None and not isinstance(matcher, str):
+            self.error(f"expected a string, got {json_type_name(matcher)}", f"{where}.matcher")
+        elif isinstance(matcher, str) and _WORD_LIST.fullmatch(matcher) and not matcher.strip("|"):
+            self.error("this matcher names no tool: write \"*\" for all", f"{where}.matcher")
+        for key in group:
+            if key not in ("matcher", "hooks"):
+                self.warn(f"unknown field {key!r} ignored", where)
+        if "hooks" not in group:
+            self.error('no "hooks" array', where)
+            return []
+        hooks = group["hooks"]
+        if not isinstance(hooks, list):
+            self.error(f"expected an array of hooks, got {json_type_name(hooks)}", f"{where}.hooks")
+            return []
+        entries = []
+        for index, entry in enumerate(hooks):
+            location = f"{where}.hooks[{index}]"
+            if self._entry_ok(entry, location):
+                entries.append((claude_event, location, matcher, entry, where))
+        # A broken matcher is reported once, and its entries are still checked.
+        return entries if len(self.errors) == errors else []
+
+    def _entry_ok(self, entry: Any, where: str) -> bool:
+        if not isinstance(entry, dict):
+            self.error(f'expected a hook ({{"type": "command", "command": ...}}), got {json_type_name(entry)}', where)
+            return False
+        kind = entry.get("type")
+        if not isinstance(kind, str):
+            shown = "nothing" if kind is None else json_type_name(kind)
+            self.error(f'expected "command" or "prompt", got {shown}', f"{where}.type")
+            return False
+        if kind in UNSUPPORTED_TYPES:
+            self.plan.skipped_entries.append((where, f"hookbus has no runner for {kind!r} hooks"))
+            return False
+        if kind not in ("command", "prompt"):
+            self.error(
+                f'unknown hook type {shorten(kind)!r}{did_you_mean(kind, ("command", "prompt"))}: '
+                'expected "command" or "prompt"',
+                f"{where}.type",
+            )
+            return False
+        ok = True
+        text = entry.get(kind)
+        if not isinstance(text, str):
+            shown = "nothing" if text is None else json_type_name(text)
+            self.error(f"expected a string, got {shown}", f"{where}.{kind}")
+            ok = False
+        elif not text.strip():
+            self.error(f"the {kind} is empty", f"{where}.{kind}")
+            ok = False
+        elif kind == "command" and is_bridge_command(text):
+            self.plan.skipped_entries.append((where, "it is the bridge to hookbus itself (--install-bridge)"))
+            return False
+        timeout = entry.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
+        ):
+            self.error(f"expected a number of seconds, got {json_type_name(timeout)}", f"{where}.timeout")
+            ok = False
+        elif timeout is not None and timeout <= 0:
+            self.error(f"the timeout must be more than 0 seconds, got {timeout}", f"{where}.timeout")
+            ok = False
+        background = entry.get("async")
+        if background is not None and not isinstance(background, bool):
+            self.error(f"expected true or false, got {json_type_name(background)}", f"{where}.async")
+            ok = False
+        allowed = {"type", kind, "timeout", "async"} if kind == "command" else {"type", kind, "timeout"}
+        for key in entry:
+            if key not in allowed and key not in _COSMETIC_KEYS:
+                self.warn(f"field {key!r} has no hookbus counterpart and is ignored", where)
+        return ok
+
+
+def _hook_document(
+    plan: Plan,
+    hook_id: str,
+    claude_event: str,
+    event: str,
+    source_matcher: str | None,
+    matcher: str | None,
+    entry: dict[str, Any],
+) -> dict[str, Any]:
+    kind: str = entry["type"]
+    text: str = entry[kind]
+    background = entry.get("async") is True
+    shown_matcher = f" {source_matcher}" if source_matcher not in (None, "", "*") else ""
+    trigger: dict[str, Any] = {"event": event}
+    if matcher is not None:
+        trigger["matcher"] = matcher
+    document: dict[str, Any] = {
+        "id": hook_id,
+        "name": f"{claude_event}{shown_matcher}: {_summary(text)}",
+        "created_by": CREATED_BY_PREFIX + plan.source,
+        "trigger": trigger,
+        "mode": "async" if background else "sync",
+    }
+    info = EVENTS[event]
+    if info.can_block and not background:
+        document["blocking"] = True
+    timeout = entry.get("timeout")
+    document["timeout"] = format_timeout(DEFAULT_TIMEOUTS[kind] if timeout is None else timeout)
+    document["dialect"] = DIALECT
+    if plan.plugin_root is not None:
+        document["env"] = {"CLAUDE_PLUGIN_ROOT": plan.plugin_root}
+    document[kind] = text
+    return document
+
+
+def _existing_action(directory: Path, document: dict[str, Any], force: bool) -> tuple[str, str | None]:
+    """What to do with a hook directory: create it, or, when it exists, leave it (it holds
+    this hook already), overwrite it (``force``) or refuse."""
+    try:
+        is_directory = directory.is_dir() and not directory.is_symlink()
+    except OSError:
+        is_directory = False
+    if not os.path.lexists(directory):
+        return "create", None
+    if not is_directory:
+        return "refused", f"{directory} exists and is not a directory: move it away"
+    try:
+        with open(directory / "hook.json", "rb") as handle:
+            if json.loads(handle.read()) == document and not (directory / "hook.yaml").exists():
+                return "unchanged", None
+    except (OSError, ValueError, RecursionError):
+        pass
+    if force:
+        return "overwrite", None
+    return "refused", f"hooks/{directory.name} exists already: --force overwrites it"
+
+
+def _validator(home: Home) -> Callable[[str, dict[str, Any]], list[SpecError]]:
+    """Checks a hook document as the loader would, in its directory of ``home``."""
+    from hookbus.errors import SpecError, SpecErrors
+    from hookbus.plugins import build_plugin_manager, build_runner_table
+    from hookbus.runners import ParseContext
+    from hookbus.settings import Settings, load_settings
+    from hookbus.spec import parse_hook
+
+    manager, _ = build_plugin_manager()
+    runners = build_runner_table(manager)
+    # Its tool map (claude_code.tools) is what the matcher is checked against.
+    settings = load_settings(home)[0] or Settings()
+
+    def check(hook_id: str, document: dict[str, Any]) -> list[SpecError]:
+        directory = home.hook_dir(hook_id)
+        context = ParseContext(home=home, hook_dir=directory, settings=settings)
+        try:
+            parse_hook(document, source=directory / "hook.json", runners=runners, context=context)
+        except SpecErrors as exc:
+            return list(exc.errors)
+        except SpecError as exc:
+            return [exc]
+        return []
+
+    return check
+
+
+def _source_location(spec_location: str | None, entry: str, group: str) -> str:
+    """Where in FILE a problem hookbus found at ``spec_location`` of hook.json comes from."""
+    if spec_location and spec_location.startswith("$.trigger.matcher"):
+        return f"{group}.matcher"
+    for key in ("command", "prompt", "timeout"):
+        if spec_location and spec_location.startswith(f"$.{key}"):
+            return f"{entry}.{key}"
+    return entry
+
+
+def plan_import(
+    file: str,
+    home: str | os.PathLike[str] | None = None,
+    *,
+    plugin_root: str | None = None,
+    force: bool = False,
+) -> Plan:
+    """What importing ``file`` into ``home`` does; ImportFailed when it cannot (nothing
+    may be written then), with every reason."""
+    from hookbus.home import Home
+
+    shown = os.fspath(file)
+    source = os.path.abspath(shown)
+    root = Home(Path(home_root(home)))
+    if plugin_root is not None:
+        if not os.path.isdir(plugin_root):
+            raise ImportFailed([f"--plugin-root {plugin_root}: not a directory"])
+        plugin_root = os.path.abspath(plugin_root)
+    plan = Plan(shown=shown, source=source, home=root.root, plugin_root=plugin_root)
+    document = read_json_file(source, shown)
+    if plan.plugin_root is None:
+        plan.plugin_root = find_plugin_root(source)
+    reader = _Reader(plan)
+    entries = reader.read(document)
+    if reader.errors:
+        raise ImportFailed(reader.errors)
+    check = _validator(root)
+    errors: list[str] = []
+    taken: set[str] = set()
+    for claude_event, location, source_matcher, entry, group in entries:
+        event = VIX_EVENT[claude_event]
+        kind: str = entry["type"]
+        matcher, note = translate_matcher(event, source_matcher)
+        hook_id = unique_id(base_id(claude_event, source_matcher if matcher else None, kind, entry[kind]), taken)
+        taken.add(hook_id)
+        document = _hook_document(plan, hook_id, claude_event, event, source_matcher, matcher, entry)
+        hook = PlannedHook(hook_id, location, claude_event, event, matcher, document)
+        if note:
+            hook.notes.append(note)
+        if document["mode"] == "async":
+            hook.notes.append('"async": true: it runs in the background, and cannot decide')
+        if kind == "prompt" and "$ARGUMENTS" in entry[kind]:
+            hook.notes.append("$ARGUMENTS is not replaced: hookbus appends the envelope's JSON to the prompt")
+        if kind == "command" and "CLAUDE_PLUGIN_ROOT" in entry[kind] and plan.plugin_root is None:
+            plan.warnings.append(
+                f"{shown}: the command uses CLAUDE_PLUGIN_ROOT, but no plugin root is known "
+                f"(pass --plugin-root DIR): it will be the hook's directory @ {location}.command"
+            )
+        for problem in check(hook_id, document):
+            where = _source_location(problem.location, location, group)
+            errors.append(f"{shown}: hookbus would refuse this hook: {problem.message} @ {where}")
+        hook.action, reason = _existing_action(root.hook_dir(hook_id), document, force)
+        if reason:
+            hook.notes.append(reason)
+        plan.hooks.append(hook)
+    if errors:
+        raise ImportFailed(errors)
+    return plan
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def _make_directory(path: Path, mode: int) -> None:
+    """``path`` and the directories above it that are missing, each with ``mode`` (masked
+    by the umask, as always), so that none ends up writable by others."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current):
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            pass
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``text`` in one rename: a reader sees the old file or the new."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def hook_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def apply_plan(plan: Plan) -> list[PlannedHook]:
+    """Write every hook the plan creates or overwrites; the hooks written."""
+    hooks_dir = plan.home / "hooks"
+    written: list[PlannedHook] = []
+    for hook in plan.hooks:
+        if hook.action not in ("create", "overwrite"):
+            continue
+        directory = hooks_dir / hook.hook_id
+        _make_directory(directory, 0o755)
+        write_atomically(directory / "hook.json", hook_text(hook.document))
+        stale = directory / "hook.yaml"  # a directory holds one spec: the new one
+        if os.path.lexists(stale):
+            os.unlink(stale)
+        written.append(hook)
+    return written
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+_PAST = {"create": "created", "overwrite": "overwrote", "unchanged": "unchanged", "refused": "refused"}
+
+
+def _print_plan(plan: Plan, dry_run: bool, out: TextIO, err: TextIO) -> None:
+    def say(text: str, stream: TextIO = out) -> None:
+        print(printable(text), file=stream)
+
+    header = "would import" if dry_run else "importing"
+    say(f"{header} {plan.source} into {plan.home / 'hooks'}")
+    if plan.plugin_root is not None:
+        say(f"plugin root (CLAUDE_PLUGIN_ROOT): {plan.plugin_root}")
+    if plan.hooks:
+        rows = [
+            (
+                hook.action if dry_run else _PAST[hook.action],
+                hook.hook_id,
+                hook.event if hook.event == hook.claude_event else f"{hook.event} (Claude's {hook.claude_event})",
+                f"matcher {hook.matcher}" if hook.matcher is not None else "matcher (all)",
+                hook.kind,
+            )
+            for hook in plan.hooks
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        for row, hook in zip(rows, plan.hooks):
+            cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+            say("  " + "  ".join([*cells, row[-1]]))
+            for note in hook.notes:
+                say(f"      {note}")
+    for name, count, hint in plan.skipped_events:
+        noun = "hook" if count == 1 else "hooks"
+        say(f"skipped event {name} ({count} {noun}): hookbus has no counterpart{hint}")
+    for location, reason in plan.skipped_entries:
+        say(f"skipped {location}: {reason}")
+    for warning in plan.warnings:
+        say(f"warning: {warning}", err)
+
+
+def run_import(
+    file: str,
+    home: str | os.PathLike[str] | None = None,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    plugin_root: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """``hookbus import claude-code FILE``: print the plan, write it unless ``dry_run``;
+    the exit code (0, or 1 when something could not be imported)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        plan = plan_import(file, home, plugin_root=plugin_root, force=force)
+    except ImportFailed as exc:
+        for message in exc.messages:
+            print(printable(message), file=err)
+        print("nothing was imported", file=err)
+        return 1
+    _print_plan(plan, dry_run, out, err)
+    if not plan.hooks:
+        print(printable(f"{plan.shown}: no hook to import"), file=err)
+        return 1
+    if dry_run:
+        print("dry run: nothing was written", file=out)
+    else:
+        try:
+            written = apply_plan(plan)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            print(printable(f"cannot write{where}: {exc.strerror or exc}"), file=err)
+            return 1
+        for hook in written:
+            print(printable(f"wrote {plan.home / 'hooks' / hook.hook_id / 'hook.json'}"), file=out)
+        _warn_unsafe_home(plan.home, err)
+    refused = plan.refused
+    if refused:
+        ids = ", ".join(hook.hook_id for hook in refused)
+        print(printable(f"refused (exist already; --force overwrites them): {ids}"), file=err)
+        return 1
+    return 0
+
+
+def _warn_unsafe_home(home: Path, err: TextIO) -> None:
+    from hookbus.trust import path_refusal
+
+    unsafe = path_refusal(home)
+    if unsafe is not None:
+        where, why = unsafe
+        print(printable(f"warning: {where}: {why}; hookbus loads nothing from {home} until that is fixed"), file=err)
+
+
+# -- the bridge --------------------------------------------------------------------------
+
+
+def bridge_command(home: str | os.PathLike[str] | None = None) -> str:
+    """The command Claude Code runs for every event: ``hookbus claude-code-hook`` (with
+    ``--home ABS`` when a home was named)."""
+    command = "hookbus claude-code-hook"
+    if home is not None:
+        command += f" --home {shlex.quote(home_root(home))}"
+    return command
+
+
+def is_bridge_command(command: object) -> bool:
+    """Whether ``command`` runs ``hookbus claude-code-hook`` (however hookbus is reached)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if "claude-code-hook" not in words:
+        return False
+    before = words[: words.index("claude-code-hook")]
+    return any(os.path.basename(word) == "hookbus" for word in before)
+
+
+def merge_bridge(document: dict[str, Any], command: str, shown: str) -> tuple[dict[str, Any], list[str]]:
+    """``document`` (a Claude settings.json) with the bridge on every bridged event, and a
+    line per event saying what was done. The user's other hooks stay as they are."""
+    hooks = document.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ImportFailed([f"{shown}: expected an object of events, got {json_type_name(hooks)} @ $.hooks"])
+    merged = dict(hooks)
+    lines: list[str] = []
+    for event in BRIDGE_EVENTS:
+        groups = merged.get(event, [])
+        if not isinstance(groups, list):
+            where = _key_path("$.hooks", event)
+            raise ImportFailed([f"{shown}: expected an array of matcher groups, got {json_type_name(groups)} @ {where}"])
+        present = [
+            entry.get("command")
+            for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for entry in group["hooks"] if isinstance(entry, dict) and is_bridge_command(entry.get("command"))
+        ]
+        if command in present:
+            lines.append(f"{event}: already routed to {command}")
+            continue
+        if present:
+            lines.append(
+                f"{event}: left alone: already routed by {present[0]!r}, not {command!r} "
+                "(edit it by hand if you meant this one)"
+            )
+            continue
+        group: dict[str, Any] = {"matcher": "*"} if event in BRIDGE_TOOL_EVENTS else {}
+        group["hooks"] = [{"type": "command", "command": command}]
+        merged[event] = [*groups, group]
+        lines.append(f"{event}: add {command}" + (" (matcher *)" if event in BRIDGE_TOOL_EVENTS else ""))
+    result = dict(document)
+    result["hooks"] = merged
+    return result, lines
+
+
+def _has_own_hooks(document: dict[str, Any]) -> bool:
+    """Whether a settings document holds hooks other than the bridge."""
+    hooks = document.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    for groups in hooks.values():
+        for group in groups if isinstance(groups, list) else ():
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for entry in entries if isinstance(entries, list) else ():
+                if not (isinstance(entry, dict) and is_bridge_command(entry.get("command"))):
+                    return True
+    return False
+
+
+def install_bridge(
+    file: str,
+    home: str | os.PathLike[str] | None = None,
+    *,
+    dry_run: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """``hookbus import claude-code FILE --install-bridge``: merge the bridge into FILE
+    (created when missing, backed up to FILE.bak before a change), or print it."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    shown = os.fspath(file)
+    command = bridge_command(home)
+    exists = os.path.lexists(shown)
+    try:
+        document = read_json_file(shown, shown) if exists else {}
+        if not isinstance(document, dict):
+            raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
+        merged, lines = merge_bridge(document, command, shown)
+    except ImportFailed as exc:
+        for message in exc.messages:
+            print(printable(message), file=err)
+        print(printable(f"{shown} was not changed"), file=err)
+        return 1
+    for line in lines:
+        print(printable(line), file=out)
+    if _has_own_hooks(document):
+        print(
+            printable(
+                f"note: the other hooks of {shown} still run as well: remove those you imported "
+                "with `hookbus import claude-code`, or they run twice"
+            ),
+            file=out,
+        )
+    changed = merged != document or not exists
+    if dry_run:
+        print(printable(f"{shown} would hold these hooks:" if changed else f"{shown} needs no change; its hooks:"), file=out)
+        print(printable(json.dumps({"hooks": merged["hooks"]}, indent=2, ensure_ascii=False), keep="\n"), file=out)
+        print("dry run: nothing was written", file=out)
+        return 0
+    if not changed:
+        print(printable(f"{shown} needs no change"), file=out)
+        return 0
+    target = Path(os.path.realpath(shown))  # through a link (dotfiles), not over it
+    try:
+        if exists:
+            backup = f"{shown}.bak"
+            shutil.copyfile(target, backup)
+            shutil.copymode(target, backup)
+            print(printable(f"backed up {shown} to {backup}"), file=out)
+            mode = os.stat(target).st_mode & 0o7777
+        else:
+            _make_directory(target.parent, 0o755)
+            mode = 0o644
+        write_atomically(target, json.dumps(merged, indent=2, ensure_ascii=False) + "\n", mode)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(printable(f"cannot write{where}: {exc.strerror or exc}; {shown} was not changed"), file=err)
+        return 1
+    print(printable(f"wrote {shown}"), file=out)
+    return 0
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from hookbus.cli import UsageError
+
+    if args.install_bridge:
+        if args.force or args.plugin_root is not None:
+            raise UsageError("--force and --plugin-root do not apply to --install-bridge")
+        return install_bridge(args.file, args.home, dry_run=args.dry_run)
+    return run_import(
+        args.file, args.home, dry_run=args.dry_run, force=args.force, plugin_root=args.plugin_root
+    )
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    """``hookbus import claude-code FILE [--dry-run] [--force] [--plugin-root DIR]
+    [--install-bridge]`` (``--home`` comes from the common options)."""
+    parser.add_argument("source", choices=("claude-code",), metavar="FORMAT", help="what FILE is: claude-code (the only format)")
+    parser.add_argument("file", metavar="FILE", help="a Claude Code settings.json, or a plugin's hooks/hooks.json")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be done; write nothing")
+    parser.add_argument("--force", action="store_true", help="overwrite hook directories that exist already")
+    parser.add_argument(
+        "--plugin-root", metavar="DIR",
+        help="the plugin FILE belongs to, for CLAUDE_PLUGIN_ROOT (default: the directory above "
+        "hooks/ when it holds .claude-plugin/)",
+    )
+    parser.add_argument(
+        "--install-bridge", action="store_true",
+        help="instead, make FILE (a Claude settings.json) send every event to `hookbus claude-code-hook`",
+    )
+    parser.set_defaults(func=cmd_import)
