@@ -107,7 +107,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_every_example_is_a_hook_directory_with_its_id() -> None:
     found = sorted(
-        entry.name for entry in CONTRIB.iterdir() if (entry / "hook.json").is_file()
+        entry.name for entry in CONTRIB.iterdir() if (entry / "hook.json").is_file() and not entry.name.startswith("cc-")  # Claude-style: test_claude_style.py
     )
     assert found == sorted(EXAMPLES)
     for hook_id in EXAMPLES:
