@@ -14,6 +14,7 @@ only on the way to a server.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from hookbus.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, VIX_EVENT, ToolNames, envelope_to_vix
@@ -22,10 +23,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any
-
-#: Claude Code's events whose decision it reads from ``hookSpecificOutput``.
-_PERMISSION_EVENTS = ("PreToolUse", "PermissionRequest")
-
 
 def claude_output(event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
     """What Claude Code obeys for vixd's ``decision`` on (vixd's) ``event``; {} for nothing.
@@ -91,6 +88,12 @@ def cmd_claude_code_hook(args: argparse.Namespace) -> int:
     # checks who could have written it; a bridge on its way to a server reads no settings.
     names = DEFAULT_NAMES
     envelope = envelope_to_vix(claude, names)
+    # What Claude Code tells its hooks in their environment, the hooks of the home get in
+    # the envelope: a server runs them in its own environment, not this process's.
+    for variable, field in (("CLAUDE_PROJECT_DIR", "project_dir"), ("CLAUDE_ENV_FILE", "env_file")):
+        value = os.environ.get(variable)
+        if value and field not in envelope:
+            envelope[field] = value
     tool = envelope.get("tool_name") if isinstance(envelope.get("tool_name"), str) else None
 
     def answer(decision: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from hookbus.errors import (
     UnknownEventError,
 )
 from hookbus.eventnames import unknown_event_message
-from hookbus.events import EVENTS, check_modify_input
+from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS, check_modify_input
 from hookbus.home import Home
 from hookbus.jsontext import strict_json
 from hookbus.plugins import (
@@ -78,9 +78,6 @@ WATCH_READY_SECONDS = 5.0
 FAILED_CLOSED_NOTE = 'failed closed ("on_error": "deny")'
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
 CANNOT_BLOCK_NOTE = "not applied: {event} cannot block or rewrite; only context from it is used"
-#: Where an approve or ask takes effect, and where continue_with does.
-PERMISSION_EVENTS = ("PreToolUse", "PermissionRequest")
-CONTINUE_EVENTS = ("Stop", "SubagentStop")
 
 
 def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes]:

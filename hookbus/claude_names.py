@@ -180,26 +180,28 @@ def claude_matcher(source: str, names: ToolNames, compile_check: Any = None) -> 
 def dialect_environment(
     event: str, envelope: Mapping[str, Any], hook_dir: str, home: str
 ) -> dict[str, str]:
-    """CLAUDE_PROJECT_DIR, CLAUDE_PLUGIN_ROOT and CLAUDE_ENV_FILE for a dialect hook.
+    """CLAUDE_PROJECT_DIR, CLAUDE_PLUGIN_ROOT and CLAUDE_ENV_FILE for a dialect hook, from
+    the envelope alone (a server's own environment is not the caller's).
 
-    The project is the envelope's ``project_dir``, else the environment's (under Claude
-    Code), else the envelope's ``cwd``. The plugin root is the hook's directory unless the
-    hook's ``env`` says otherwise. The env file is Claude Code's when hookbus runs under it,
-    else the envelope's ``env_file``, else ``HOME/run/claude-env/THREAD.sh``, made private,
-    for the embedder to read."""
-    project = envelope.get("project_dir")
-    if not isinstance(project, str):
-        project = os.environ.get("CLAUDE_PROJECT_DIR") or envelope.get("cwd")
+    The project is the envelope's ``project_dir``, else its ``cwd``. The plugin root is the
+    hook's directory unless the hook's ``env`` says otherwise. The env file is the
+    envelope's ``env_file``; else, on ThreadStart (Claude's SessionStart, where Claude Code
+    offers one), ``HOME/run/claude-env/THREAD.sh``, made private, for the embedder to read.
+    ``hookbus claude-code-hook`` puts Claude Code's own project and env file in the envelope."""
     variables = {"CLAUDE_PLUGIN_ROOT": hook_dir}
-    if isinstance(project, str) and project:
-        variables["CLAUDE_PROJECT_DIR"] = project
-    env_file = os.environ.get("CLAUDE_ENV_FILE") or envelope.get("env_file")
-    if not isinstance(env_file, str) or not env_file:
+    project = envelope.get("project_dir")
+    if not isinstance(project, str) or not project:
+        project = envelope.get("cwd")
+    variables["CLAUDE_PROJECT_DIR"] = project if isinstance(project, str) else ""
+    env_file = envelope.get("env_file")
+    if (not isinstance(env_file, str) or not env_file) and event == "ThreadStart":
         try:
             env_file = _thread_env_file(home, envelope.get("thread_id"))
         except OSError:
-            return variables  # a home it cannot write: the hook's writes would fail anyway
-    variables["CLAUDE_ENV_FILE"] = env_file
+            env_file = None  # a home it cannot write: the hook's writes would fail anyway
+    # Always set, empty for none: an inherited one (vixd started under Claude Code) is
+    # another session's.
+    variables["CLAUDE_ENV_FILE"] = env_file if isinstance(env_file, str) else ""
     return variables
 
 

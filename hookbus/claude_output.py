@@ -14,14 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from hookbus.decision import Behavior, Outcome, Permission, cap_text
-from hookbus.events import EVENTS
+from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
 
 #: The top-level keys that make an object Claude Code's (or Gemini CLI's) output. (A
 #: ``reason`` alone is not one: it explains a decision, and without one it is a mistake.)
 FOREIGN_KEYS = frozenset({"hookSpecificOutput", "decision", "continue", "suppressOutput", "systemMessage"})
-#: Where Claude Code feeds a ``block`` to the model instead of refusing anything.
-_KEEP_GOING_EVENTS = frozenset({"Stop", "SubagentStop"})
-_PERMISSION_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
 #: The message for a JSON object that is nobody's decision.
 UNDERSTOOD = (
     'hookbus\'s {"behavior": "allow"|"deny"|"modify"|"context", ...}, or Claude Code\'s '
@@ -152,7 +149,7 @@ def _read_legacy(decision: dict[str, Any], event: str | None, reading: _Reading)
     verdict = decision.get("decision")
     reason = _text(decision.get("reason"), "reason")
     if verdict in ("block", "deny"):
-        if event in _KEEP_GOING_EVENTS:
+        if event in CONTINUE_EVENTS:
             reading.continue_with = reason or "a hook asked to keep going"
         elif event is not None and not EVENTS.get(event, EVENTS["Stop"]).can_block:
             if reason:  # PostToolUse: the tool ran; the reason is fed to the model
@@ -161,7 +158,7 @@ def _read_legacy(decision: dict[str, Any], event: str | None, reading: _Reading)
             reading.denied = True
             reading.deny = reading.deny or reason
     elif verdict in ("approve", "allow"):
-        if event is None or event in _PERMISSION_EVENTS:
+        if event is None or event in PERMISSION_EVENTS:
             reading.permission = reading.permission or "approve"
     elif verdict is not None:
         raise ForeignDecisionError(

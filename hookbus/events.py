@@ -43,6 +43,9 @@ EVENTS: Mapping[str, EventInfo] = MappingProxyType({e.name: e for e in _TABLE})
 if tuple(EVENTS) != EVENT_NAMES:
     raise ImportError("hookbus.eventnames and hookbus.events name different events")
 BLOCKING_EVENTS: tuple[str, ...] = tuple(e.name for e in _TABLE if e.can_block)
+#: Where the extras take effect: approve and ask, and continue_with.
+PERMISSION_EVENTS: tuple[str, ...] = ("PreToolUse", "PermissionRequest")
+CONTINUE_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop")
 
 
 def check_modify_input(event: str, new_input: object) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 READY = "hookbus serve: listening on "
 
@@ -183,3 +184,35 @@ class Raw:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def full_accept_queue(served: Served, resume_after: float | None = None) -> Iterator[None]:
+    """The server stopped (SIGSTOP) with the kernel's queue of connections it has not
+    accepted filled to the brim; it resumes on leaving, or ``resume_after`` seconds in."""
+    import socket
+
+    path = served.wait_ready()
+    served.process.send_signal(signal.SIGSTOP)
+    queued: list[socket.socket] = []
+    timer = None if resume_after is None else threading.Timer(resume_after, served.process.send_signal, (signal.SIGCONT,))
+    try:
+        while True:
+            sock = socket.socket(socket.AF_UNIX)
+            queued.append(sock)
+            sock.setblocking(False)
+            try:
+                sock.connect(path)
+            except BlockingIOError:
+                break
+        assert len(queued) > 128, "the queue did not fill: is the server stopped?"
+        if timer is not None:
+            timer.start()
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
+        served.process.send_signal(signal.SIGCONT)
+        for sock in queued:
+            sock.close()
+

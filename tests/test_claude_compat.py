@@ -198,8 +198,31 @@ def test_a_dialect_hook_sees_claude_codes_envelope_and_variables(make_bus: MakeB
     project, plugin_root, env_file = (directory / "env.txt").read_text().splitlines()
     assert project == "/work/project"
     assert plugin_root == str(directory)
-    assert env_file == str(home / "run" / "claude-env" / "t-1.sh")
+    assert env_file == ""  # Claude Code offers one on SessionStart only
+    assert not (home / "run").exists()
+
+
+def test_a_dialect_hook_gets_an_env_file_on_thread_start(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    directory = write_hook("cc", event="ThreadStart", mode="sync", dialect="claude-code", command=SHOW_ENVELOPE).parent
+    make_bus().emit("ThreadStart", {"thread_id": "t-1", "source": "startup"})
+    assert (directory / "env.txt").read_text().splitlines()[2] == str(home / "run" / "claude-env" / "t-1.sh")
     assert (home / "run" / "claude-env").stat().st_mode & 0o077 == 0
+
+
+def test_the_bus_processs_own_claude_variables_do_not_reach_dialect_hooks(
+    write_hook: HookWriter, home: Path, tmp_path: Path
+) -> None:
+    """A vixd started inside a Claude Code session must not point its hooks at that
+    session's project: the envelope says which project a fire is about."""
+    directory = write_hook("cc", mode="sync", blocking=True, dialect="claude-code", command=SHOW_ENVELOPE).parent
+    result = subprocess.run(
+        [sys.executable, "-m", "hookbus", "emit", "PreToolUse", "--home", str(home), "--no-server"],
+        input=json.dumps({**BASH, "cwd": str(tmp_path)}), capture_output=True, text=True, timeout=30,
+        env=environment(CLAUDE_PROJECT_DIR="/outer/session", CLAUDE_ENV_FILE="/outer/env"),
+    )
+    assert result.returncode == 0, result.stderr
+    project, _, env_file = (directory / "env.txt").read_text().splitlines()
+    assert (project, env_file) == (str(tmp_path), "")
 
 
 def test_thread_start_is_session_start_to_a_dialect_hook(make_bus: MakeBus, write_hook: HookWriter) -> None:
@@ -435,15 +458,25 @@ def test_the_bridge_says_what_claude_code_cannot_take(write_hook: HookWriter, ho
     assert "cannot take" in result.stderr
 
 
-def test_the_bridge_keeps_claude_codes_env_file_for_dialect_hooks(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("through_server", [False, True])
+def test_the_bridge_hands_claude_codes_project_and_env_file_to_dialect_hooks(
+    write_hook: HookWriter, home: Path, tmp_path: Path, through_server: bool
+) -> None:
     env_file = tmp_path / "claude.env"
-    write_hook("cc", event="ThreadStart", mode="sync", dialect="claude-code", command='echo "export A=1" >> "$CLAUDE_ENV_FILE"')
-    result = bridge(
-        home, {"hook_event_name": "SessionStart", "session_id": "s", "source": "startup", "cwd": "/"}, "--no-server",
-        env=environment(CLAUDE_ENV_FILE=str(env_file), CLAUDE_PROJECT_DIR=str(tmp_path)),
+    write_hook(
+        "cc", event="ThreadStart", mode="sync", dialect="claude-code",
+        command='echo "export PROJECT=$CLAUDE_PROJECT_DIR" >> "$CLAUDE_ENV_FILE"',
     )
-    assert result.returncode == 0, result.stderr
-    assert env_file.read_text() == "export A=1\n"
+    claude_env = environment(CLAUDE_ENV_FILE=str(env_file), CLAUDE_PROJECT_DIR=str(tmp_path))
+    session_start = {"hook_event_name": "SessionStart", "session_id": "s", "source": "startup", "cwd": "/"}
+    if through_server:
+        with Served(home) as served:  # the server's environment has neither variable
+            served.wait_ready()
+            result = bridge(home, session_start, env=claude_env)
+    else:
+        result = bridge(home, session_start, "--no-server", env=claude_env)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert env_file.read_text() == f"export PROJECT={tmp_path}\n"
 
 
 def test_the_bridge_imports_no_engine_on_its_way_to_a_server(write_hook: HookWriter, home: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from servekit import Served
+from servekit import Served, full_accept_queue
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the Node.js client cannot be run")
@@ -309,33 +309,9 @@ console.log(JSON.stringify(settled.map((s) => s.status === "fulfilled" ? s.value
 def test_a_full_accept_queue_makes_the_client_wait(tmp_path: Path, home: Path, write_hook: Callable[..., Path]) -> None:
     """libuv connects a Unix socket without blocking, so a full queue is EAGAIN at once: the
     client tries again until its connect timeout rather than calling the server absent."""
-    import socket as sockets
-    import threading
-
     write_guard(write_hook)
     with Served(home) as served:
-        path = served.wait_ready()
-        served.process.send_signal(signal.SIGSTOP)
-        queued: list[sockets.socket] = []
-        try:
-            while True:  # fill the kernel's queue of connections not yet accepted
-                sock = sockets.socket(sockets.AF_UNIX)
-                sock.setblocking(False)
-                try:
-                    sock.connect(path)
-                except BlockingIOError:
-                    sock.close()
-                    break
-                queued.append(sock)
-            resume = threading.Timer(0.5, served.process.send_signal, (signal.SIGCONT,))
-            resume.start()
-            try:
-                result = run_cli(node_env(tmp_path, VIX_HOME=str(home)), "PreToolUse", stdin=BASH)
-            finally:
-                resume.cancel()
-                served.process.send_signal(signal.SIGCONT)
-        finally:
-            for sock in queued:
-                sock.close()
+        with full_accept_queue(served, resume_after=0.5):
+            result = run_cli(node_env(tmp_path, VIX_HOME=str(home)), "PreToolUse", stdin=BASH)
     assert (result.returncode, result.stderr) == (2, ""), result.stderr
     assert json.loads(result.stdout)["behavior"] == "deny"

@@ -31,7 +31,7 @@ from attackkit import FIGURES, FOREIGN_UID, attack, needs_root, scale
 from conftest import read_log
 from hookbus.client import Client, UntrustedPeer
 from hookbus.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE
-from servekit import Raw, Served, hookbus, wait_for
+from servekit import Raw, Served, full_accept_queue, hookbus, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -437,43 +437,12 @@ def test_an_envelope_of_hostile_shapes_is_answered_not_crashed_on(home: Path, wr
             assert raw.call(5, "ping")["result"]["home"] == str(home)
 
 
-def fill_backlog(path: str) -> list[socket.socket]:
-    """Connections the kernel queues for a server that is not accepting, until it refuses more."""
-    queued: list[socket.socket] = []
-    while True:
-        sock = socket.socket(socket.AF_UNIX)
-        sock.setblocking(False)
-        try:
-            sock.connect(path)
-        except BlockingIOError:
-            sock.close()
-            return queued
-        except BaseException:
-            sock.close()
-            raise
-        queued.append(sock)
-
-
 def test_a_full_accept_queue_makes_a_client_wait_not_fail(home: Path) -> None:
     with attack(7, "the accept queue filled while the server is stopped, then resumed"):
         with Served(home) as served:
-            path = served.wait_ready()
-            served.process.send_signal(signal.SIGSTOP)
-            queued: list[socket.socket] = []
-            try:
-                queued = fill_backlog(path)
-                assert len(queued) >= 128  # the kernel's queue really is full
-                resume = threading.Timer(0.5, served.process.send_signal, (signal.SIGCONT,))
-                resume.start()
-                try:
-                    with Client(path) as client:  # waits for room, as a blocking connect would
-                        assert client.ping()["generation"] >= 0
-                finally:
-                    resume.cancel()
-                    served.process.send_signal(signal.SIGCONT)
-            finally:
-                for sock in queued:
-                    sock.close()
+            with full_accept_queue(served, resume_after=0.5):
+                with Client(served.socket) as client:  # waits for room, as a blocking connect would
+                    assert client.ping()["generation"] >= 0
 
 
 def test_a_queue_that_stays_full_is_a_clear_error(home: Path) -> None:
@@ -481,21 +450,13 @@ def test_a_queue_that_stays_full_is_a_clear_error(home: Path) -> None:
 
     with attack(7, "the accept queue stays full past the client's connect timeout"):
         with Served(home) as served:
-            path = served.wait_ready()
-            served.process.send_signal(signal.SIGSTOP)
-            queued: list[socket.socket] = []
-            try:
-                queued = fill_backlog(path)
+            with full_accept_queue(served):
                 started = time.monotonic()
                 with pytest.raises(ServerBusy, match="accepted no connection in 0.3 s") as raised:
-                    connect(path, 0.3)
+                    connect(served.wait_ready(), 0.3)
                 assert time.monotonic() - started >= 0.25  # it waited, it did not give up at once
-                assert path in str(raised.value)
-            finally:
-                served.process.send_signal(signal.SIGCONT)
-                for sock in queued:
-                    sock.close()
-            with Client(path) as client:
+                assert served.wait_ready() in str(raised.value)
+            with Client(served.wait_ready()) as client:
                 assert client.ping()
 
 
@@ -523,21 +484,8 @@ def test_an_async_client_waits_for_a_full_queue_without_blocking_its_loop(home: 
 
     with attack(7, "an async client meets a full accept queue"):
         with Served(home) as served:
-            path = served.wait_ready()
-            served.process.send_signal(signal.SIGSTOP)
-            queued: list[socket.socket] = []
-            try:
-                queued = fill_backlog(path)
-                resume = threading.Timer(0.5, served.process.send_signal, (signal.SIGCONT,))
-                resume.start()
-                try:
-                    pong, ticks = asyncio.run(connect_while_ticking(path))
-                finally:
-                    resume.cancel()
-                    served.process.send_signal(signal.SIGCONT)
-            finally:
-                for sock in queued:
-                    sock.close()
+            with full_accept_queue(served, resume_after=0.5):
+                pong, ticks = asyncio.run(connect_while_ticking(served.wait_ready()))
         assert pong["generation"] >= 0
         assert ticks >= 10  # the loop ran on while the connect waited about half a second
 
@@ -546,16 +494,8 @@ def test_hookbus_emit_facing_a_full_queue_still_decides(home: Path, write_hook: 
     deny_hook(write_hook)
     with attack(7, "hookbus emit meets an accept queue that stays full"):
         with Served(home) as served:
-            path = served.wait_ready()
-            served.process.send_signal(signal.SIGSTOP)
-            queued: list[socket.socket] = []
-            try:
-                queued = fill_backlog(path)
+            with full_accept_queue(served):
                 result = hookbus("emit", "PreToolUse", "--home", str(home), "--input", "-", input=json.dumps(BASH))
-            finally:
-                served.process.send_signal(signal.SIGCONT)
-                for sock in queued:
-                    sock.close()
         assert result.returncode == 2, result.stderr
         assert json.loads(result.stdout)["behavior"] == "deny"
         assert "accepted no connection in 5 s" in result.stderr
