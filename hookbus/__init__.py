@@ -10,8 +10,6 @@ line starts without loading what a verb does not need.
 
 from __future__ import annotations
 
-import importlib
-
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
 TYPE_CHECKING = False
 
@@ -136,6 +134,8 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'hookbus' has no attribute {name!r}")
+    import importlib  # here: `hookbus emit` on its way to a server imports no more than it must
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

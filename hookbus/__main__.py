@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from hookbus.cli import main
+from hookbus.quickpath import main
 
 raise SystemExit(main())

@@ -1,34 +1,110 @@
-"""``hookbus claude-code-hook``: hookbus as Claude Code's hook engine.
+"""The bridges: hookbus as the hook engine of Claude Code (``hookbus claude-code-hook``)
+and of Gemini CLI (``hookbus gemini-cli-hook``).
 
-Claude Code runs this one command for every event (``hookbus import claude-code
---install-bridge`` writes the settings). It reads Claude's envelope on stdin, turns it into
-vixd's (SessionStart is ThreadStart, ``Bash`` is ``bash``, ``file_path`` is ``path``,
-``session_id`` is ``thread_id``), runs the home's hooks (through ``hookbus serve`` when one
-answers, else here), and writes the merged decision back the way Claude Code obeys it.
+The host runs one command for every event (``hookbus import claude-code|gemini-cli FILE
+--install-bridge`` writes its settings). The bridge reads the host's envelope on stdin and
+turns it into vixd's: event, tool and field names (SessionStart or Gemini's BeforeTool
+become ThreadStart and PreToolUse, ``Bash`` or ``run_shell_command`` become ``bash``,
+``file_path`` becomes ``path``), ``session_id`` becomes ``thread_id``, and the project
+directory and env file the host hands its hooks in their environment go into the envelope
+as ``project_dir`` and ``env_file`` (a server runs hooks in its own environment). It runs
+the home's hooks, through ``hookbus serve`` when one answers, and writes the merged decision
+back the way the host obeys it.
 
-Exit 0 with Claude's JSON on stdout, or nothing when there is nothing to say; exit 1 on a
-usage or config error, which Claude Code reports and treats as no opinion. Standard library
-only on the way to a server.
+Exit 0 with the host's JSON on stdout (for Claude Code nothing, for Gemini CLI ``{}``, when
+there is nothing to say); exit 1 on a usage or config error, which both hosts report and
+treat as no opinion. Built-in modules only: ``hookbus.quickpath`` uses this on its way to a
+server.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-
-from hookbus.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, VIX_EVENT, ToolNames, envelope_to_vix
+from hookbus import claude_names, gemini_names
+from hookbus.claude_names import DEFAULT_NAMES, ToolNames, envelope_to_vix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
+    from typing import Any, Callable, Mapping
 
-def claude_output(event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
+    Renderer = Callable[[str, str, "dict[str, Any]", ToolNames, "str | None"], "dict[str, Any]"]
+
+
+class BridgeInputError(ValueError):
+    """The envelope on stdin is not one a host sends."""
+
+
+class Host:
+    """One agent CLI the bridge speaks for: its names, and how it hears a decision."""
+
+    __slots__ = ("name", "verb", "events", "names", "variables", "render", "context_events", "hears_permission", "says_empty")
+
+    def __init__(
+        self,
+        name: str,
+        verb: str,
+        events: Mapping[str, str],
+        names: ToolNames,
+        variables: tuple[tuple[str, str], ...],
+        render: Renderer,
+        context_events: tuple[str, ...],
+        hears_permission: bool,
+        says_empty: bool,
+    ) -> None:
+        self.name = name
+        self.verb = verb
+        #: The host's event → vixd's.
+        self.events = dict(events)
+        self.names = names
+        #: (the host's variable, the envelope field it becomes); the first one set wins.
+        self.variables = variables
+        self.render = render
+        #: vixd's events on which the host passes context to the model.
+        self.context_events = context_events
+        #: Whether the host can be told to skip, or to force, its permission prompt.
+        self.hears_permission = hears_permission
+        #: Whether "no opinion" is written as ``{}`` rather than as nothing.
+        self.says_empty = says_empty
+
+    def request(self, host_envelope: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[str, dict[str, Any]] | None:
+        """vixd's event and envelope for the host's; None for an event vixd has no
+        counterpart of (SessionEnd, Notification, ...). BridgeInputError when it names no
+        event at all."""
+        host_event = host_envelope.get("hook_event_name")
+        if not isinstance(host_event, str) or not host_event:
+            raise BridgeInputError(f'the envelope on stdin has no "hook_event_name": run it as a {self.name} hook')
+        event = self.events.get(host_event)
+        if event is None:
+            return None
+        envelope = envelope_to_vix(host_envelope, self.names)
+        for variable, field in self.variables:
+            value = environ.get(variable)
+            if value and field not in envelope:
+                envelope[field] = value
+        return event, envelope
+
+    def answer(self, host_event: str, event: str, envelope: Mapping[str, Any], decision: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+        """What to print for ``decision`` (None: nothing), and what the host has no way to
+        hear, for stderr."""
+        tool = envelope.get("tool_name")
+        output = self.render(host_event, event, decision, self.names, tool if isinstance(tool, str) else None)
+        return (output if output or self.says_empty else None), self._unsaid(event, decision)
+
+    def _unsaid(self, event: str, decision: dict[str, Any]) -> list[str]:
+        notes = []
+        if event == "UserPromptSubmit" and decision.get("behavior") == "modify":
+            notes.append(f"a hook rewrote the prompt, which {self.name} cannot take; the prompt is unchanged")
+        if decision.get("context") and event not in self.context_events:
+            notes.append(f"a hook added context on {event}, where {self.name} passes none to the model; it is dropped")
+        if decision.get("permission") and not self.hears_permission:
+            notes.append(f"a hook said {decision['permission']!r} to the permission prompt, which {self.name} cannot take")
+        return notes
+
+
+def claude_output(host_event: str, event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
     """What Claude Code obeys for vixd's ``decision`` on (vixd's) ``event``; {} for nothing.
 
     ``tool`` is vixd's name of the tool, to put a rewritten input back in Claude's fields."""
-    claude_event = CLAUDE_EVENT.get(event, event)
     behavior = decision.get("behavior")
     reason = decision.get("reason")
     context = decision.get("context")
@@ -37,7 +113,7 @@ def claude_output(event: str, decision: dict[str, Any], names: ToolNames, tool: 
     specific: dict[str, Any] = {}
     new_input = decision.get("input") if behavior == "modify" else None
     if new_input is not None and tool is not None:
-        new_input = names.input_to_claude(tool, new_input)
+        new_input = names.input_to_host(tool, new_input)
     if event == "PreToolUse":
         if behavior == "deny":
             specific.update(permissionDecision="deny", permissionDecisionReason=reason or "denied by a hook")
@@ -58,54 +134,108 @@ def claude_output(event: str, decision: dict[str, Any], names: ToolNames, tool: 
         out.update(decision="block", reason=reason or "blocked by a hook")
     elif event in ("Stop", "SubagentStop") and decision.get("continue_with"):
         out.update(decision="block", reason=decision["continue_with"])
-    if context and event in ("PreToolUse", "PostToolUse", "UserPromptSubmit", "ThreadStart"):
+    if context and event in CLAUDE_CONTEXT_EVENTS:
         specific["additionalContext"] = context
     if decision.get("halt"):
         out.update({"continue": False, "stopReason": decision["halt"]})
     if specific:
-        out["hookSpecificOutput"] = {"hookEventName": claude_event, **specific}
+        out["hookSpecificOutput"] = {"hookEventName": host_event, **specific}
     return out
 
 
-def unsaid(event: str, decision: dict[str, Any]) -> str | None:
-    """What Claude Code has no way to hear from ``decision``, to say on stderr; or None."""
-    if event == "UserPromptSubmit" and decision.get("behavior") == "modify":
-        return "a hook rewrote the prompt, which Claude Code cannot take; the prompt is unchanged"
-    return None
+def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
+    """What Gemini CLI obeys for vixd's ``decision`` on (vixd's) ``event``; {} for nothing.
+
+    A deny is ``decision: deny`` with its reason (on AfterAgent, vixd's Stop, that is "do
+    not stop: take this as the next prompt", so ``continue_with`` says it there); a rewrite
+    is ``hookSpecificOutput.tool_input``, which Gemini CLI merges into the model's
+    arguments (a field the hook left out keeps the model's value)."""
+    behavior = decision.get("behavior")
+    reason = decision.get("reason")
+    context = decision.get("context")
+    out: dict[str, Any] = {}
+    specific: dict[str, Any] = {}
+    if event in ("PreToolUse", "UserPromptSubmit") and behavior == "deny":
+        out.update(decision="deny", reason=reason or "denied by a hook")
+    elif event == "PreToolUse" and behavior == "modify" and decision.get("input") is not None:
+        new_input = decision["input"]
+        specific["tool_input"] = names.input_to_host(tool, new_input) if tool is not None else new_input
+    elif event == "Stop" and decision.get("continue_with"):
+        out.update(decision="deny", reason=decision["continue_with"])
+    if context and event in GEMINI_CONTEXT_EVENTS:
+        specific["additionalContext"] = context
+    if decision.get("halt"):
+        out.update({"continue": False, "stopReason": decision["halt"]})
+    if specific:
+        out["hookSpecificOutput"] = {"hookEventName": host_event, **specific}
+    return out
 
 
-def cmd_claude_code_hook(args: argparse.Namespace) -> int:
-    from hookbus.cli import UsageError, _Interrupts, _read_envelope, decide_in_process, decide_via_server
+#: vixd's events where each host hands ``additionalContext`` to the model.
+CLAUDE_CONTEXT_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "ThreadStart")
+GEMINI_CONTEXT_EVENTS = ("PostToolUse", "UserPromptSubmit", "ThreadStart")
 
-    claude = _read_envelope("-")
-    claude_event = claude.get("hook_event_name")
-    if not isinstance(claude_event, str) or not claude_event:
-        raise UsageError('the envelope on stdin has no "hook_event_name": run it as a Claude Code hook')
-    event = VIX_EVENT.get(claude_event)
-    if event is None:
-        return 0  # an event vixd has no counterpart for (SessionEnd, Notification, ...)
+CLAUDE_CODE = Host(
+    name="Claude Code",
+    verb="claude-code-hook",
+    events=claude_names.VIX_EVENT,
     # The default map only: settings.json's claude_code.tools is read by the bus, which
     # checks who could have written it; a bridge on its way to a server reads no settings.
-    names = DEFAULT_NAMES
-    envelope = envelope_to_vix(claude, names)
-    # What Claude Code tells its hooks in their environment, the hooks of the home get in
-    # the envelope: a server runs them in its own environment, not this process's.
-    for variable, field in (("CLAUDE_PROJECT_DIR", "project_dir"), ("CLAUDE_ENV_FILE", "env_file")):
-        value = os.environ.get(variable)
-        if value and field not in envelope:
-            envelope[field] = value
-    tool = envelope.get("tool_name") if isinstance(envelope.get("tool_name"), str) else None
+    names=DEFAULT_NAMES,
+    variables=(("CLAUDE_PROJECT_DIR", "project_dir"), ("CLAUDE_ENV_FILE", "env_file")),
+    render=claude_output,
+    context_events=CLAUDE_CONTEXT_EVENTS,
+    hears_permission=True,
+    says_empty=False,
+)
+GEMINI_CLI = Host(
+    name="Gemini CLI",
+    verb="gemini-cli-hook",
+    events=gemini_names.VIX_EVENT,
+    names=gemini_names.GEMINI_TOOLS,
+    # Gemini CLI sets CLAUDE_PROJECT_DIR too, as an alias.
+    variables=(("GEMINI_PROJECT_DIR", "project_dir"), ("CLAUDE_PROJECT_DIR", "project_dir")),
+    render=gemini_output,
+    context_events=GEMINI_CONTEXT_EVENTS,
+    hears_permission=False,
+    # Gemini CLI parses stdout at exit 0 as JSON: say "nothing" in JSON.
+    says_empty=True,
+)
+HOSTS = {host.verb: host for host in (CLAUDE_CODE, GEMINI_CLI)}
+
+
+def cmd_host_hook(args: argparse.Namespace) -> int:
+    """``hookbus claude-code-hook`` and ``hookbus gemini-cli-hook`` on the full command
+    line (``hookbus.quickpath`` answers the common case before this is imported)."""
+    import json
+    import os
+    import sys
+
+    from hookbus.cli import UsageError, _Interrupts, _read_envelope, decide_in_process, decide_via_server
+
+    host = HOSTS[args.verb]
+    host_envelope = _read_envelope("-")
+    host_event = host_envelope.get("hook_event_name")
+    try:
+        request = host.request(host_envelope, os.environ)
+    except BridgeInputError as exc:
+        raise UsageError(str(exc)) from None
+    if request is None:
+        if host.says_empty:
+            print("{}", flush=True)
+        return 0
+    event, envelope = request
+    assert isinstance(host_event, str)
 
     def answer(decision: dict[str, Any]) -> None:
-        output = claude_output(event, decision, names, tool)
-        if output:
+        output, notes = host.answer(host_event, event, envelope, decision)
+        if output is not None:
             sys.stdout.write(json.dumps(output) + "\n")
             sys.stdout.flush()
-        note = unsaid(event, decision)
-        if note:
-            print(f"hookbus claude-code-hook: {note}", file=sys.stderr)
+        for note in notes:
+            print(f"hookbus {host.verb}: {note}", file=sys.stderr)
 
-    decision = decide_via_server(args, event, envelope, "hookbus claude-code-hook")
+    decision = decide_via_server(args, event, envelope, f"hookbus {host.verb}")
     if decision is not None:
         answer(decision)
         return 0
@@ -117,4 +247,4 @@ def cmd_claude_code_hook(args: argparse.Namespace) -> int:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help="the socket of a `hookbus serve` to use when one answers there")
     parser.add_argument("--no-server", action="store_true", help="run the hooks in this process even if a server answers")
-    parser.set_defaults(func=cmd_claude_code_hook)
+    parser.set_defaults(func=cmd_host_hook)

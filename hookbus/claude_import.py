@@ -30,9 +30,10 @@ converted (each hook is checked by hookbus's own parser before anything is writt
 writes nothing and exits 1. A hook directory that exists already is refused (unless
 ``--force``), or left alone when it holds exactly what the import would write.
 
-``--install-bridge`` does the opposite wiring: it merges into FILE (a Claude settings.json)
-hooks that send every Claude event to ``hookbus claude-code-hook``, which runs the home's
-hooks and answers Claude Code.
+``--install-bridge`` does the opposite wiring (``hookbus.bridge_install``): it merges into
+FILE (a Claude settings.json, or with ``gemini-cli`` a Gemini CLI one) hooks that send
+every event to ``hookbus claude-code-hook`` (``gemini-cli-hook``), which runs the home's
+hooks and answers the host.
 """
 
 from __future__ import annotations
@@ -42,19 +43,19 @@ import math
 import os
 import re
 import shlex
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
+from hookbus.bridge_install import CLAUDE_CODE, GEMINI_CLI, install_bridge, is_bridge_command
 from hookbus.claude_names import VIX_EVENT
 from hookbus.errors import did_you_mean, shorten
 from hookbus.events import EVENTS
 from hookbus.jsontext import json_type_name
 from hookbus.rendezvous import home_root
+from hookbus.settingsfile import ImportFailed, key_path, make_directory, read_json_file, write_atomically
 from hookbus.terminal import printable
 
 if TYPE_CHECKING:
@@ -86,21 +87,6 @@ _WORD_LIST = re.compile(r"[A-Za-z0-9_|]+")
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
-#: The events ``--install-bridge`` sends to ``hookbus claude-code-hook``.
-BRIDGE_EVENTS: tuple[str, ...] = (
-    "PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "SessionStart",
-    "Stop", "SubagentStop", "PreCompact",
-)
-#: Those among them whose matcher filters tool names: the bridge's has ``"matcher": "*"``.
-BRIDGE_TOOL_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PermissionRequest")
-
-
-class ImportFailed(Exception):
-    """The file cannot be imported: every line of ``messages`` says why, and where."""
-
-    def __init__(self, messages: list[str]) -> None:
-        super().__init__("\n".join(messages))
-        self.messages = messages
 
 
 @dataclass
@@ -148,36 +134,6 @@ class Plan:
 
 
 # -- reading the file --------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def read_json_file(path: str, shown: str) -> Any:
-    """The JSON document in ``path``; ImportFailed saying what is wrong with it."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ImportFailed([f"{shown}: cannot read it: {exc.strerror or exc}"]) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ImportFailed([f"{shown}: not valid UTF-8 (byte {exc.start})"]) from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ImportFailed([f"{shown}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]) from None
-    except RecursionError:
-        raise ImportFailed([f"{shown}: invalid JSON: nested too deeply"]) from None
-    except ValueError as exc:
-        raise ImportFailed([f"{shown}: invalid JSON: {exc}"]) from None
-
-
-def _key_path(base: str, key: str) -> str:
-    """``$.hooks.PreToolUse``, or ``$.hooks["odd name"]`` for a key that is no identifier."""
-    return f"{base}.{key}" if key.isidentifier() else f"{base}[{json.dumps(key)}]"
 
 
 # -- translating -------------------------------------------------------------------------
@@ -299,7 +255,7 @@ class _Reader:
             return []
         entries: list[tuple[str, str, str | None, dict[str, Any], str]] = []
         for claude_event, groups in hooks.items():
-            where = _key_path("$.hooks", claude_event)
+            where = key_path("$.hooks", claude_event)
             if not isinstance(groups, list):
                 self.error(f"expected an array of matcher groups, got {json_type_name(groups)}", where)
                 continue
@@ -553,41 +509,6 @@ def plan_import(
 # -- writing -----------------------------------------------------------------------------
 
 
-def _make_directory(path: Path, mode: int) -> None:
-    """``path`` and the directories above it that are missing, each with ``mode`` (masked
-    by the umask, as always), so that none ends up writable by others."""
-    missing: list[Path] = []
-    current = path
-    while not os.path.lexists(current):
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, mode)
-        except FileExistsError:
-            pass
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``text`` in one rename: a reader sees the old file or the new."""
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-
-
 def hook_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
@@ -600,7 +521,7 @@ def apply_plan(plan: Plan) -> list[PlannedHook]:
         if hook.action not in ("create", "overwrite"):
             continue
         directory = hooks_dir / hook.hook_id
-        _make_directory(directory, 0o755)
+        make_directory(directory, 0o755)
         write_atomically(directory / "hook.json", hook_text(hook.document))
         stale = directory / "hook.yaml"  # a directory holds one spec: the new one
         if os.path.lexists(stale):
@@ -703,146 +624,6 @@ def _warn_unsafe_home(home: Path, err: TextIO) -> None:
         print(printable(f"warning: {where}: {why}; hookbus loads nothing from {home} until that is fixed"), file=err)
 
 
-# -- the bridge --------------------------------------------------------------------------
-
-
-def bridge_command(home: str | os.PathLike[str] | None = None) -> str:
-    """The command Claude Code runs for every event: ``hookbus claude-code-hook`` (with
-    ``--home ABS`` when a home was named)."""
-    command = "hookbus claude-code-hook"
-    if home is not None:
-        command += f" --home {shlex.quote(home_root(home))}"
-    return command
-
-
-def is_bridge_command(command: object) -> bool:
-    """Whether ``command`` runs ``hookbus claude-code-hook`` (however hookbus is reached)."""
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    if "claude-code-hook" not in words:
-        return False
-    before = words[: words.index("claude-code-hook")]
-    return any(os.path.basename(word) == "hookbus" for word in before)
-
-
-def merge_bridge(document: dict[str, Any], command: str, shown: str) -> tuple[dict[str, Any], list[str]]:
-    """``document`` (a Claude settings.json) with the bridge on every bridged event, and a
-    line per event saying what was done. The user's other hooks stay as they are."""
-    hooks = document.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ImportFailed([f"{shown}: expected an object of events, got {json_type_name(hooks)} @ $.hooks"])
-    merged = dict(hooks)
-    lines: list[str] = []
-    for event in BRIDGE_EVENTS:
-        groups = merged.get(event, [])
-        if not isinstance(groups, list):
-            where = _key_path("$.hooks", event)
-            raise ImportFailed([f"{shown}: expected an array of matcher groups, got {json_type_name(groups)} @ {where}"])
-        present = [
-            entry.get("command")
-            for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-            for entry in group["hooks"] if isinstance(entry, dict) and is_bridge_command(entry.get("command"))
-        ]
-        if command in present:
-            lines.append(f"{event}: already routed to {command}")
-            continue
-        if present:
-            lines.append(
-                f"{event}: left alone: already routed by {present[0]!r}, not {command!r} "
-                "(edit it by hand if you meant this one)"
-            )
-            continue
-        group: dict[str, Any] = {"matcher": "*"} if event in BRIDGE_TOOL_EVENTS else {}
-        group["hooks"] = [{"type": "command", "command": command}]
-        merged[event] = [*groups, group]
-        lines.append(f"{event}: add {command}" + (" (matcher *)" if event in BRIDGE_TOOL_EVENTS else ""))
-    result = dict(document)
-    result["hooks"] = merged
-    return result, lines
-
-
-def _has_own_hooks(document: dict[str, Any]) -> bool:
-    """Whether a settings document holds hooks other than the bridge."""
-    hooks = document.get("hooks")
-    if not isinstance(hooks, dict):
-        return False
-    for groups in hooks.values():
-        for group in groups if isinstance(groups, list) else ():
-            entries = group.get("hooks") if isinstance(group, dict) else None
-            for entry in entries if isinstance(entries, list) else ():
-                if not (isinstance(entry, dict) and is_bridge_command(entry.get("command"))):
-                    return True
-    return False
-
-
-def install_bridge(
-    file: str,
-    home: str | os.PathLike[str] | None = None,
-    *,
-    dry_run: bool = False,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-) -> int:
-    """``hookbus import claude-code FILE --install-bridge``: merge the bridge into FILE
-    (created when missing, backed up to FILE.bak before a change), or print it."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    shown = os.fspath(file)
-    command = bridge_command(home)
-    exists = os.path.lexists(shown)
-    try:
-        document = read_json_file(shown, shown) if exists else {}
-        if not isinstance(document, dict):
-            raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
-        merged, lines = merge_bridge(document, command, shown)
-    except ImportFailed as exc:
-        for message in exc.messages:
-            print(printable(message), file=err)
-        print(printable(f"{shown} was not changed"), file=err)
-        return 1
-    for line in lines:
-        print(printable(line), file=out)
-    if _has_own_hooks(document):
-        print(
-            printable(
-                f"note: the other hooks of {shown} still run as well: remove those you imported "
-                "with `hookbus import claude-code`, or they run twice"
-            ),
-            file=out,
-        )
-    changed = merged != document or not exists
-    if dry_run:
-        print(printable(f"{shown} would hold these hooks:" if changed else f"{shown} needs no change; its hooks:"), file=out)
-        print(printable(json.dumps({"hooks": merged["hooks"]}, indent=2, ensure_ascii=False), keep="\n"), file=out)
-        print("dry run: nothing was written", file=out)
-        return 0
-    if not changed:
-        print(printable(f"{shown} needs no change"), file=out)
-        return 0
-    target = Path(os.path.realpath(shown))  # through a link (dotfiles), not over it
-    try:
-        if exists:
-            backup = f"{shown}.bak"
-            shutil.copyfile(target, backup)
-            shutil.copymode(target, backup)
-            print(printable(f"backed up {shown} to {backup}"), file=out)
-            mode = os.stat(target).st_mode & 0o7777
-        else:
-            _make_directory(target.parent, 0o755)
-            mode = 0o644
-        write_atomically(target, json.dumps(merged, indent=2, ensure_ascii=False) + "\n", mode)
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        print(printable(f"cannot write{where}: {exc.strerror or exc}; {shown} was not changed"), file=err)
-        return 1
-    print(printable(f"wrote {shown}"), file=out)
-    return 0
-
-
 # -- the command line ---------------------------------------------------------------------
 
 
@@ -852,7 +633,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.install_bridge:
         if args.force or args.plugin_root is not None:
             raise UsageError("--force and --plugin-root do not apply to --install-bridge")
-        return install_bridge(args.file, args.home, dry_run=args.dry_run)
+        host = GEMINI_CLI if args.source == "gemini-cli" else CLAUDE_CODE
+        return install_bridge(args.file, args.home, host=host, dry_run=args.dry_run)
+    if args.source == "gemini-cli":
+        raise UsageError(
+            "hookbus imports Claude Code's hooks only; for Gemini CLI, "
+            "`hookbus import gemini-cli FILE --install-bridge` sends its events to hookbus"
+        )
     return run_import(
         args.file, args.home, dry_run=args.dry_run, force=args.force, plugin_root=args.plugin_root
     )
@@ -860,9 +647,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``hookbus import claude-code FILE [--dry-run] [--force] [--plugin-root DIR]
-    [--install-bridge]`` (``--home`` comes from the common options)."""
-    parser.add_argument("source", choices=("claude-code",), metavar="FORMAT", help="what FILE is: claude-code (the only format)")
-    parser.add_argument("file", metavar="FILE", help="a Claude Code settings.json, or a plugin's hooks/hooks.json")
+    [--install-bridge]``, ``hookbus import gemini-cli FILE --install-bridge [--dry-run]``
+    (``--home`` comes from the common options)."""
+    parser.add_argument(
+        "source", choices=("claude-code", "gemini-cli"), metavar="FORMAT",
+        help="what FILE is: claude-code, or gemini-cli (with --install-bridge only)",
+    )
+    parser.add_argument("file", metavar="FILE", help="a Claude Code settings.json, or a plugin's hooks/hooks.json; a Gemini CLI settings.json")
     parser.add_argument("--dry-run", action="store_true", help="print what would be done; write nothing")
     parser.add_argument("--force", action="store_true", help="overwrite hook directories that exist already")
     parser.add_argument(
@@ -872,6 +663,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--install-bridge", action="store_true",
-        help="instead, make FILE (a Claude settings.json) send every event to `hookbus claude-code-hook`",
+        help="instead, make FILE (the host's settings.json) send every event to `hookbus claude-code-hook` "
+        "(gemini-cli: `hookbus gemini-cli-hook`)",
     )
     parser.set_defaults(func=cmd_import)

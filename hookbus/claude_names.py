@@ -35,13 +35,14 @@ VIX_EVENT = {
 
 
 class ToolName:
-    """One tool's two names, and its input fields' (vixd's name → Claude's)."""
+    """One tool's two names, vixd's and a host's (Claude Code's, Gemini CLI's), and its
+    input fields' (vixd's name → the host's)."""
 
-    __slots__ = ("vix", "claude", "fields")
+    __slots__ = ("vix", "host", "fields")
 
-    def __init__(self, vix: str, claude: str, fields: Mapping[str, str] | None = None) -> None:
+    def __init__(self, vix: str, host: str, fields: Mapping[str, str] | None = None) -> None:
         self.vix = vix
-        self.claude = claude
+        self.host = host
         self.fields = dict(fields or {})
 
 
@@ -59,11 +60,12 @@ DEFAULT_TOOLS: tuple[ToolName, ...] = (
 
 
 class ToolNames:
-    """The tool map in effect: the defaults, extended by settings.json's ``claude_code.tools``."""
+    """A tool map between vixd's names and a host's. Claude Code's in effect: the defaults,
+    extended by settings.json's ``claude_code.tools``."""
 
     def __init__(self, tools: tuple[ToolName, ...] = DEFAULT_TOOLS) -> None:
         self.by_vix = {tool.vix: tool for tool in tools}
-        self.by_claude = {tool.claude: tool for tool in tools}
+        self.by_host = {tool.host: tool for tool in tools}
 
     @classmethod
     def from_settings(cls, raw: Mapping[str, Any]) -> tuple[ToolNames, list[str]]:
@@ -91,15 +93,15 @@ class ToolNames:
             tools[vix] = ToolName(vix, entry["name"], fields)
         return cls(tuple(tools.values())), problems
 
-    def claude_tool(self, vix_name: str) -> str:
+    def host_tool(self, vix_name: str) -> str:
         tool = self.by_vix.get(vix_name)
-        return tool.claude if tool is not None else vix_name
+        return tool.host if tool is not None else vix_name
 
-    def vix_tool(self, claude_name: str) -> str:
-        tool = self.by_claude.get(claude_name)
-        return tool.vix if tool is not None else claude_name
+    def vix_tool(self, host_name: str) -> str:
+        tool = self.by_host.get(host_name)
+        return tool.vix if tool is not None else host_name
 
-    def input_to_claude(self, vix_name: str, tool_input: object) -> object:
+    def input_to_host(self, vix_name: str, tool_input: object) -> object:
         tool = self.by_vix.get(vix_name)
         return _renamed(tool_input, tool.fields) if tool is not None else tool_input
 
@@ -107,7 +109,7 @@ class ToolNames:
         tool = self.by_vix.get(vix_name)
         if tool is None:
             return tool_input
-        return _renamed(tool_input, {claude: vix for vix, claude in tool.fields.items()})
+        return _renamed(tool_input, {host: vix for vix, host in tool.fields.items()})
 
 
 DEFAULT_NAMES = ToolNames()
@@ -141,24 +143,25 @@ def envelope_to_claude(event: str, envelope: Mapping[str, Any], names: ToolNames
         claude["session_id"] = thread
     tool = envelope.get("tool_name")
     if isinstance(tool, str):
-        claude["tool_name"] = names.claude_tool(tool)
+        claude["tool_name"] = names.host_tool(tool)
         if "tool_input" in envelope:
-            claude["tool_input"] = names.input_to_claude(tool, envelope["tool_input"])
+            claude["tool_input"] = names.input_to_host(tool, envelope["tool_input"])
     return claude
 
 
-def envelope_to_vix(claude: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
-    """Claude Code's envelope as vixd would send it (the bridge's way in)."""
-    envelope = {key: value for key, value in claude.items() if key != "hook_event_name"}
-    session = claude.get("session_id")
-    if session is not None and "thread_id" not in claude:
+def envelope_to_vix(host: Mapping[str, Any], names: ToolNames) -> dict[str, Any]:
+    """A host's envelope (Claude Code's, Gemini CLI's: they spell it alike) as vixd would
+    send it, with ``names`` the host's tool map: the bridge's way in."""
+    envelope = {key: value for key, value in host.items() if key != "hook_event_name"}
+    session = host.get("session_id")
+    if session is not None and "thread_id" not in host:
         envelope["thread_id"] = session
-    tool = claude.get("tool_name")
+    tool = host.get("tool_name")
     if isinstance(tool, str):
         vix = names.vix_tool(tool)
         envelope["tool_name"] = vix
-        if "tool_input" in claude:
-            envelope["tool_input"] = names.input_to_vix(vix, claude["tool_input"])
+        if "tool_input" in host:
+            envelope["tool_input"] = names.input_to_vix(vix, host["tool_input"])
     return envelope
 
 
@@ -173,7 +176,7 @@ def claude_matcher(source: str, names: ToolNames, compile_check: Any = None) -> 
         return "|".join(dict.fromkeys([*(names.vix_tool(word) for word in words), *words]))
     if compile_check is None:
         return source
-    matched = [tool.vix for tool in names.by_claude.values() if compile_check(source, tool.claude)]
+    matched = [tool.vix for tool in names.by_host.values() if compile_check(source, tool.host)]
     return "|".join([f"(?:{source})", *matched]) if matched else source
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from hookbus.rendezvous import IN_PROCESS_ENVIRONMENT
 from hookbus.terminal import printable, printable_json
 
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
@@ -150,10 +151,6 @@ class _Interrupts:
     def exit_code(self, code: int) -> int:
         return 128 + self.signum if self.signum is not None else code
 
-
-#: Environment variables that change what a bus does. A server has its own environment, so
-#: an emit whose environment sets one runs in-process, where it takes effect.
-IN_PROCESS_ENVIRONMENT = ("VIX_DISABLE_HOOKS", "HOOKBUS_DISABLE_PLUGINS", "HOOKBUS_LOAD_PLUGINS")
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -562,7 +559,7 @@ def _add_emit(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=cmd_emit)
 
 
-def _add_claude_code_hook(parser: argparse.ArgumentParser) -> None:
+def _add_host_hook(parser: argparse.ArgumentParser) -> None:
     from hookbus.bridge import add_parser
 
     add_parser(parser)
@@ -663,7 +660,18 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "write_file, path...), through a `hookbus serve` when one answers, and print the "
         "merged decision as Claude Code's hook output (exit 0). Events with no counterpart "
         "print nothing. Exit 1 on a usage or config error (Claude Code then goes on).",
-        _add_claude_code_hook,
+        _add_host_hook,
+    ),
+    "gemini-cli-hook": (
+        "be Gemini CLI's hook engine: one command for every Gemini CLI event",
+        "Read Gemini CLI's hook envelope on stdin, run this home's hooks for the matching "
+        "event (BeforeTool is PreToolUse, AfterTool PostToolUse, BeforeAgent "
+        "UserPromptSubmit, AfterAgent Stop, SessionStart ThreadStart, PreCompress "
+        "PreCompact; run_shell_command, replace, file_path... become bash, edit_file, "
+        "path...), through a `hookbus serve` when one answers, and print the merged decision "
+        "as Gemini CLI's hook output (exit 0; {} when there is nothing to say, and for events "
+        "with no counterpart). Exit 1 on a usage or config error (Gemini CLI then goes on).",
+        _add_host_hook,
     ),
     "import": (
         "turn Claude Code's hooks (settings.json, a plugin's hooks.json) into hooks of this home",
@@ -672,7 +680,9 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "\"claude-code\", so it runs unchanged. Events hookbus has no counterpart for are listed "
         "and skipped. All or nothing: a malformed entry writes nothing (exit 1). Existing hook "
         "directories are refused unless --force. --install-bridge instead makes FILE (a Claude "
-        "settings.json) send every event to `hookbus claude-code-hook`.",
+        "settings.json) send every event to `hookbus claude-code-hook`; `hookbus import "
+        "gemini-cli FILE --install-bridge` makes a Gemini CLI settings.json send its events to "
+        "`hookbus gemini-cli-hook`.",
         _add_import,
     ),
     "demo": ("play an agent loop against example hooks in a throwaway home", None, _add_demo),
@@ -733,7 +743,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
-    if args.verb not in ("emit", "claude-code-hook"):  # they log only when in-process: a server is faster
+    if args.verb not in ("emit", "claude-code-hook", "gemini-cli-hook"):  # they log only in-process: a server is faster
         from hookbus.console import log_to_stderr
 
         log_to_stderr()

@@ -22,7 +22,15 @@ from hookbus.protocol import (
     encode,
     request,
 )
-from hookbus.rendezvous import NoServer, ServerBusy, UntrustedPeer, connect, home_root, socket_path
+from hookbus.rendezvous import (
+    CONNECT_TIMEOUT_SECONDS,
+    NoServer,
+    ServerBusy,
+    UntrustedPeer,
+    connect,
+    home_root,
+    socket_path,
+)
 
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
 TYPE_CHECKING = False
@@ -32,9 +40,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["AsyncClient", "Client", "NoServer", "OtherHome", "RemoteError", "ServerBusy", "UntrustedPeer"]
-
-#: How long connecting waits for room while the server's queue of unaccepted connections is full.
-CONNECT_TIMEOUT_SECONDS = 5.0
 
 
 class RemoteError(Exception):

@@ -10,6 +10,10 @@ import json
 import math
 
 from hookbus.jsontext import json_type_name, strict_json
+# The longest line either side accepts, its newline excluded (16 MiB; defined where the
+# clients that import no json find it): a longer one is answered with REQUEST_TOO_LARGE
+# and the connection is closed (its end cannot be found cheaply).
+from hookbus.rendezvous import MAX_LINE_BYTES as MAX_LINE_BYTES
 
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
 TYPE_CHECKING = False
@@ -17,9 +21,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 JSONRPC_VERSION = "2.0"
-#: The longest line either side accepts, its newline excluded. A longer one is answered
-#: with REQUEST_TOO_LARGE and the connection is closed (its end cannot be found cheaply).
-MAX_LINE_BYTES = 16 * 1024 * 1024
 
 # JSON-RPC 2.0's own codes.
 PARSE_ERROR = -32700

@@ -1,14 +1,23 @@
 """Where ``hookbus serve`` and its clients meet: the home, the socket's path, and Unix
 sockets that check who is at the other end.
 
-Standard library only: ``hookbus emit`` uses this on its way to a live server.
+The interpreter's built-in modules only (``_socket``, not ``socket``, which imports
+enum and selectors): ``hookbus emit`` and the host bridges use this on their way to a live
+server, where every millisecond of start-up counts.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import struct
+import _socket
+import _struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from typing import TypeVar
+
+    AnySocket = TypeVar("AnySocket", bound=_socket.socket)
 
 #: Overrides the socket's path, for ``hookbus serve`` and its clients alike.
 SOCKET_ENV = "HOOKBUS_SOCKET"
@@ -16,10 +25,17 @@ SOCKET_ENV = "HOOKBUS_SOCKET"
 RUN_DIR = "run"
 SOCKET_NAME = "hookbus.sock"
 LOCK_NAME = "serve.lock"
+#: Environment variables that change what a bus does. A server has its own environment, so
+#: a client whose environment sets one runs its hooks in-process, where it takes effect.
+IN_PROCESS_ENVIRONMENT = ("VIX_DISABLE_HOOKS", "HOOKBUS_DISABLE_PLUGINS", "HOOKBUS_LOAD_PLUGINS")
+#: The longest line either side of the protocol accepts, its newline excluded.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: How long connecting waits for room while the server's queue of unaccepted connections is full.
+CONNECT_TIMEOUT_SECONDS = 5.0
 #: sun_path holds 108 bytes with its NUL. A longer path is reached through /proc/self/fd.
 _SUN_PATH_MAX = 107
-_CREDENTIALS = struct.Struct("3i")
-_TIMEVAL = struct.Struct("ll")
+_CREDENTIALS = _struct.Struct("3i")
+_TIMEVAL = _struct.Struct("ll")
 
 
 class NoServer(ConnectionError):
@@ -61,10 +77,10 @@ def trusted_uid(uid: int) -> bool:
     return uid == os.geteuid() or uid == 0
 
 
-def peer_uid(sock: socket.socket) -> int:
+def peer_uid(sock: _socket.socket) -> int:
     """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED:
     the kernel's word, taken when the connection was made, not anything the peer sent)."""
-    _, uid, _ = _CREDENTIALS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+    _, uid, _ = _CREDENTIALS.unpack(sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size))
     return int(uid)
 
 
@@ -90,7 +106,7 @@ class reachable:
             self._descriptor = None
 
 
-def _connect_waiting_for_room(sock: socket.socket, address: str, timeout: float | None) -> None:
+def _connect_waiting_for_room(sock: _socket.socket, address: str, timeout: float | None) -> None:
     """Connect, waiting up to ``timeout`` while the server's accept queue is full.
 
     A Unix socket with a Python timeout is non-blocking, and its connect fails at once with
@@ -103,10 +119,10 @@ def _connect_waiting_for_room(sock: socket.socket, address: str, timeout: float 
     if timeout is not None:
         seconds = int(timeout)
         bound = _TIMEVAL.pack(seconds, max(1, int((timeout - seconds) * 1_000_000)))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bound)
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDTIMEO, bound)
     sock.connect(address)
     if timeout is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _TIMEVAL.pack(0, 0))
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDTIMEO, _TIMEVAL.pack(0, 0))
 
 
 def connect(path: str, timeout: float | None = None) -> socket.socket:
@@ -115,7 +131,15 @@ def connect(path: str, timeout: float | None = None) -> socket.socket:
     NoServer when nothing listens there; UntrustedPeer when another user's process does
     (it would be sent envelopes, and its answers obeyed); ServerBusy when the server's
     accept queue stays full for ``timeout`` seconds (until then, it waits for room)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    import socket
+
+    return connect_as(socket.socket, path, timeout)
+
+
+def connect_as(kind: type[AnySocket], path: str, timeout: float | None = None) -> AnySocket:
+    """``connect``, to a socket of class ``kind``: ``socket.socket``, or the built-in
+    ``_socket.socket`` that it extends, for a client that must not import ``socket``."""
+    sock = kind(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
     try:
         try:
             with reachable(path) as address:

@@ -216,3 +216,24 @@ def full_accept_queue(served: Served, resume_after: float | None = None) -> Iter
         for sock in queued:
             sock.close()
 
+
+
+#: What a client of a server may import beyond what a bare ``python -c pass`` does: hookbus's
+#: own light modules and the C cores of json, socket and struct.
+BUILT_INS = frozenset({"_json", "_socket", "_struct", "__future__"})
+
+
+def imported_modules(*arguments: str, input: str = "") -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """The result of ``python -X importtime ARGUMENTS``, and every module it imported that
+    ``python -c pass`` does not."""
+
+    def modules(argv: list[str], stdin: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        result = subprocess.run([sys.executable, "-X", "importtime", *argv], input=stdin, capture_output=True, text=True, timeout=60)
+        names = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+        return result, names
+
+    result, ours = modules(list(arguments), input)
+    _, bare = modules(["-c", "pass"], "")
+    if arguments[:1] == ("-m",):
+        bare.add("runpy")  # what -m itself imports
+    return result, ours - bare

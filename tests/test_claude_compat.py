@@ -21,8 +21,8 @@ import pytest
 from conftest import HookWriter, read_log
 from hookbus import HookBus
 from hookbus.bridge import claude_output
-from hookbus.claude_names import DEFAULT_NAMES, ToolNames, envelope_to_claude, envelope_to_vix
-from servekit import Served, environment
+from hookbus.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, ToolNames, envelope_to_claude, envelope_to_vix
+from servekit import BUILT_INS, Served, environment, imported_modules
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -349,7 +349,7 @@ def test_the_name_map_both_ways(vix: dict[str, Any], claude: dict[str, Any]) -> 
 def test_a_map_from_settings_replaces_a_default() -> None:
     names, problems = ToolNames.from_settings({"claude_code": {"tools": {"bash": "Shell"}}})
     assert problems == []
-    assert names.claude_tool("bash") == "Shell" and names.vix_tool("Shell") == "bash"
+    assert names.host_tool("bash") == "Shell" and names.vix_tool("Shell") == "bash"
 
 
 # -- the bridge: hookbus as Claude Code's hook engine ------------------------------------------
@@ -397,7 +397,7 @@ BRIDGE_CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
 
 @pytest.mark.parametrize(("event", "decision", "expected"), list(BRIDGE_CASES.values()), ids=list(BRIDGE_CASES))
 def test_the_bridge_answers_each_decision_in_claude_codes_format(event: str, decision: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert claude_output(event, decision, DEFAULT_NAMES, "write_file") == expected
+    assert claude_output(CLAUDE_EVENT.get(event, event), event, decision, DEFAULT_NAMES, "write_file") == expected
 
 
 def bridge(home: Path, claude_envelope: dict[str, Any], *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -479,15 +479,12 @@ def test_the_bridge_hands_claude_codes_project_and_env_file_to_dialect_hooks(
     assert env_file.read_text() == f"export PROJECT={tmp_path}\n"
 
 
-def test_the_bridge_imports_no_engine_on_its_way_to_a_server(write_hook: HookWriter, home: Path) -> None:
+def test_the_bridge_imports_only_built_in_modules_on_its_way_to_a_server(write_hook: HookWriter, home: Path) -> None:
     write_hook("guard", matcher="bash", mode="sync", blocking=True, command="exit 2")
     with Served(home) as served:
         served.wait_ready()
-        result = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "hookbus", "claude-code-hook", "--home", str(home)],
-            input=json.dumps(CLAUDE_BASH), capture_output=True, text=True, timeout=30,
-        )
+        result, imported = imported_modules("-m", "hookbus", "claude-code-hook", "--home", str(home), input=json.dumps(CLAUDE_BASH))
     assert result.returncode == 0
-    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
-    assert not imported & {"pluggy", "attrs", "cattrs", "hookbus.bus"}, sorted(imported & {"pluggy", "attrs", "cattrs", "hookbus.bus"})
+    assert {name for name in imported if not name.startswith("hookbus.")} <= BUILT_INS | {"hookbus"}, sorted(imported)
+    assert not {"hookbus.cli", "hookbus.client", "hookbus.bus"} & imported
     assert "permissionDecision" in result.stdout

@@ -16,15 +16,13 @@ from typing import Any
 
 import pytest
 
+from hookbus.bridge_install import bridge_command, install_bridge, is_bridge_command
 from hookbus.claude_import import (
     MAX_ID_LENGTH,
     base_id,
-    bridge_command,
     format_timeout,
-    is_bridge_command,
     plan_import,
     run_import,
-    install_bridge,
     translate_matcher,
     unique_id,
 )
@@ -483,7 +481,7 @@ def test_an_unreadable_or_invalid_file_is_reported(tmp_path: Path, target: Path)
     assert directory.returncode == 1 and "cannot read it: Is a directory" in directory.stderr
     assert not target.exists()
     usage = run("import", "cursor", str(broken))
-    assert usage.returncode == 1 and "invalid choice: 'cursor' (choose from 'claude-code')" in usage.stderr
+    assert usage.returncode == 1 and "invalid choice: 'cursor' (choose from 'claude-code', 'gemini-cli')" in usage.stderr
 
 
 def test_it_is_all_or_nothing(tmp_path: Path, target: Path) -> None:

@@ -1,0 +1,321 @@
+"""``hookbus`` starts here: the way of ``hookbus emit`` and of the bridges to a live
+``hookbus serve``, on the interpreter's built-in modules alone.
+
+A command this path knows (``emit``, ``claude-code-hook``, ``gemini-cli-hook``, with no
+option but ``--home``, ``--socket`` and, for emit, ``--input``) goes straight to a live
+server of its home. Anything else, and anything unusual on the way (no server, an envelope
+that is not plain JSON, an error answer that the full command line explains), is handed to
+``hookbus.cli``, which then does and says exactly what it always does, reading the same
+stdin: this path only makes the common case fast. It imports ``_json`` and ``_socket``, not
+``json`` and ``socket``, whose imports (re, enum, selectors) cost as much as the
+interpreter's own start-up; and no argparse.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import _socket
+
+from hookbus.eventnames import EVENT_NAMES
+from hookbus.leanjson import LeanJSONError, dumps, loads
+from hookbus.rendezvous import (
+    CONNECT_TIMEOUT_SECONDS,
+    IN_PROCESS_ENVIRONMENT,
+    MAX_LINE_BYTES,
+    NoServer,
+    connect_as,
+    home_root,
+    socket_path,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+
+    from hookbus.bridge import Host
+
+#: The verbs this path answers, and the options each takes (each with a value).
+_VERBS = {"emit": ("--home", "--socket", "--input"), "claude-code-hook": ("--home", "--socket"), "gemini-cli-hook": ("--home", "--socket")}
+# Error codes of hookbus.protocol (not imported: it imports json).
+_SHUTTING_DOWN = -32003
+_OTHER_HOME = -32006
+_INTERNAL_ERROR = -32603
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``hookbus`` command."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        handed = _served(arguments)
+    except KeyboardInterrupt:
+        return 130  # the hooks, if any run, are the server's: it finishes and records them
+    if isinstance(handed, int):
+        return handed
+    from hookbus.cli import main as full_main
+
+    return full_main([*arguments, "--no-server"] if handed is _IN_PROCESS else arguments)
+
+
+class _Handover:
+    """Why the full command line takes over: it goes its own way, or runs in-process."""
+
+
+_FULL = _Handover()
+_IN_PROCESS = _Handover()
+
+
+class _Command:
+    __slots__ = ("verb", "event", "options")
+
+    def __init__(self, verb: str, event: str | None, options: dict[str, str]) -> None:
+        self.verb = verb
+        self.event = event
+        self.options = options
+
+
+def _parse(arguments: list[str]) -> _Command | None:
+    """The command, when it is one this path answers, spelled plainly; else None."""
+    options: dict[str, str] = {}
+    positional: list[str] = []
+    index = 0
+    while index < len(arguments):
+        argument = arguments[index]
+        if argument.startswith("--"):
+            name, equals, value = argument.partition("=")
+            if not equals:
+                if index + 1 >= len(arguments):
+                    return None
+                index += 1
+                value = arguments[index]
+                if value.startswith("-") and value != "-":
+                    return None
+            if name in options:
+                return None
+            options[name] = value
+        elif argument.startswith("-") and argument != "-":
+            return None  # -h, and whatever argparse should explain
+        else:
+            positional.append(argument)
+        index += 1
+    if not positional or positional[0] not in _VERBS:
+        return None
+    verb, rest = positional[0], positional[1:]
+    if any(name not in _VERBS[verb] for name in options):
+        return None
+    if verb == "emit":
+        if len(rest) != 1 or rest[0] not in EVENT_NAMES:
+            return None
+        return _Command(verb, rest[0], options)
+    return None if rest else _Command(verb, None, options)
+
+
+def _served(arguments: list[str]) -> int | _Handover:
+    """The exit code of the command answered through a server, or why it is not."""
+    command = _parse(arguments)
+    if command is None or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
+        return _FULL
+    home = home_root(command.options.get("--home"))
+    path = socket_path(command.options.get("--socket"), home)
+    try:
+        sock = connect_as(_socket.socket, path, CONNECT_TIMEOUT_SECONDS)
+    except NoServer:
+        return _IN_PROCESS
+    except OSError as exc:  # UntrustedPeer, ServerBusy included
+        _warn(f"hookbus {command.verb}: not using the server: {exc}; running in-process")
+        return _IN_PROCESS
+    try:
+        return _through(sock, path, home, command)
+    finally:
+        sock.close()
+
+
+def _through(sock: _socket.socket, path: str, home: str, command: _Command) -> int | _Handover:
+    text = _read_input(command.options.get("--input", "-" if command.event is None else None))
+    if text is None:
+        return _FULL
+    if not text.strip():
+        received: Any = {}
+    else:
+        try:
+            received = loads(text)
+        except LeanJSONError:
+            return _FULL  # the full command line says what is wrong with it
+    if received.__class__ is not dict:
+        return _FULL
+    if command.event is not None:
+        return _emit(sock, path, home, command, received)
+    from hookbus.bridge import HOSTS, BridgeInputError
+
+    host = HOSTS[command.verb]
+    try:
+        request = host.request(received, os.environ)
+    except BridgeInputError:
+        return _FULL
+    if request is None:
+        if host.says_empty:
+            print("{}", flush=True)
+        return 0
+    event, envelope = request
+    decision = _decide(sock, path, home, command.verb, event, envelope)
+    if not isinstance(decision, dict):
+        return decision
+    return _answer_host(host, received["hook_event_name"], event, envelope, decision)
+
+
+def _emit(sock: _socket.socket, path: str, home: str, command: _Command, envelope: dict[str, Any]) -> int | _Handover:
+    assert command.event is not None
+    decision = _decide(sock, path, home, command.verb, command.event, envelope)
+    if not isinstance(decision, dict):
+        return decision
+    try:
+        line = dumps(decision, ensure_ascii=False)
+    except LeanJSONError:
+        return _failed(command.verb, f"the server on {path} sent a decision that is not JSON: {decision!r:.200}")
+    if not line.isascii() or "\x7f" in line:
+        from hookbus.terminal import printable_json  # C1 controls, direction characters
+
+        line = printable_json(line)
+    if not _print(line):
+        return 0
+    return 2 if decision.get("behavior") == "deny" else 0
+
+
+def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> int:
+    output, notes = host.answer(host_event, event, envelope, decision)
+    if output is not None:
+        try:
+            text = dumps(output)
+        except LeanJSONError:
+            return _failed(host.verb, f"the server sent a decision that is not JSON: {decision!r:.200}")
+        if not _print(text):
+            return 0
+    for note in notes:
+        _warn(f"hookbus {host.verb}: {note}")
+    return 0
+
+
+def _decide(
+    sock: _socket.socket, path: str, home: str, verb: str, event: str, envelope: dict[str, Any]
+) -> dict[str, Any] | int | _Handover:
+    """The server's decision; or an exit code, the failure said; or who takes over."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": event, "envelope": envelope, "home": home}}
+    try:
+        line = (dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    except (LeanJSONError, UnicodeEncodeError):
+        return _FULL  # NaN or a lone surrogate: the full client writes them as strict JSON
+    if len(line) > MAX_LINE_BYTES:
+        return _FULL
+    try:
+        sock.settimeout(None)
+        sock.sendall(line)
+        response = loads(_read_line(sock, path).decode())
+        if response.__class__ is not dict:
+            raise ConnectionError(f"the server sent something that is not a response: {response!r:.200}")
+    except (OSError, ValueError) as exc:
+        return _failed(verb, f"the server on {path} failed before answering (its hooks may have run): {exc}")
+    error = response.get("error")
+    if error is None:
+        result = response.get("result")
+        if result.__class__ is not dict:
+            return _failed(verb, f"the server on {path} failed before answering (its hooks may have run): it sent no decision")
+        decision: dict[str, Any] = result
+        return decision
+    code = error.get("code") if error.__class__ is dict else None
+    if code == _SHUTTING_DOWN:
+        return _IN_PROCESS  # refused, so not run
+    if code == _OTHER_HOME:
+        data = error.get("data")
+        served = data.get("home") if data.__class__ is dict else "another home"
+        _warn(f"hookbus {verb}: the server on {path} serves {served}, not {home}; running in-process")
+        return _IN_PROCESS
+    if code == _INTERNAL_ERROR or error.__class__ is not dict:
+        return _failed(verb, str(error.get("message", "")) if error.__class__ is dict else f"the server sent a malformed error: {error!r:.200}")
+    return _FULL  # nothing ran: the full command line asks again and explains the answer
+
+
+def _read_line(sock: _socket.socket, path: str) -> bytes:
+    buffer = bytearray()
+    start = 0
+    while True:
+        end = buffer.find(b"\n", start)
+        if end >= 0:
+            return bytes(buffer[:end])
+        if len(buffer) > MAX_LINE_BYTES:
+            raise ConnectionError(f"the server on {path} sent a line longer than {MAX_LINE_BYTES} bytes")
+        start = len(buffer)
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError(f"the server on {path} closed the connection before answering")
+        buffer += chunk
+
+
+def _read_input(source: str | None) -> str | None:
+    """The envelope's text, as ``hookbus.cli`` reads it; None when it cannot be read (the
+    full command line then says why). Stdin, once read, is handed on to it."""
+    if source is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            return ""
+        source = "-"
+    if source == "-":
+        return _read_stdin()
+    try:
+        with open(source, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+
+
+def _read_stdin() -> str | None:
+    """Stdin's text, decoded as ``sys.stdin`` decodes it; None when it cannot be. Either
+    way, ``sys.stdin`` is left holding the same bytes, for the full command line to read
+    if it takes over."""
+    import io  # imported by the interpreter itself already
+
+    stdin = sys.stdin
+    raw = getattr(stdin, "buffer", None)
+    if raw is None:
+        text = stdin.read()
+        sys.stdin = io.StringIO(text)
+        return text
+    data = raw.read()
+
+    def replay() -> io.TextIOWrapper:
+        return io.TextIOWrapper(io.BytesIO(data), encoding=stdin.encoding, errors=stdin.errors)
+
+    try:
+        text = replay().read()
+    except ValueError:  # not in stdin's encoding
+        sys.stdin = replay()
+        return None
+    sys.stdin = io.StringIO(text)
+    return text
+
+
+def _print(line: str) -> bool:
+    """Print ``line``; False when stdout's reader has gone (the full command line then
+    exits 0 too)."""
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return False
+    return True
+
+
+def _warn(text: str) -> None:
+    print(_printable(text), file=sys.stderr)
+
+
+def _failed(verb: str, text: str) -> int:
+    _warn(f"hookbus {verb}: {text}")
+    return 1
+
+
+def _printable(text: str) -> str:
+    if text.isascii() and text.isprintable():
+        return text
+    from hookbus.terminal import printable
+
+    return printable(text)
