@@ -12,10 +12,12 @@ so that a noisy neighbour hits both alike.
   same request bytes. The servers' CPU time a request is shown beside it.
 - serve one sync: one sync ``exit 0`` command hook emitted through serve (hookbus.client)
   vs ``subprocess.run(["bash", "-c", "exit 0"])`` in the bench process.
-- serve CLI emit: the venv's ``hookbus`` console script (what an installed user runs) with a
-  live server vs ``python -c pass``, fresh processes, same environment, bytecode cached;
-  the in-process ``--no-server`` figure, the same pair in a venv as a wheel leaves it, and
-  what the server path imports (-X importtime) are shown beside it.
+- serve CLI emit: the ``hookbus`` console script (what an installed user runs) with a live
+  server vs ``python -c pass``, fresh processes, same environment, bytecode cached, in a
+  venv as a wheel install leaves it; this venv's pair, the in-process ``--no-server`` figure
+  and what the server path imports (-X importtime) beside it.
+- serve bridge: ``hookbus claude-code-hook`` on Claude Code's envelope of a Bash call (one
+  sync hook fires) through a live server vs ``python -c pass``, in the same wheel-like venv.
 - serve throughput (higher is better): 8 client processes (not threads: they would share a
   GIL), one connection each, no-match emits back to back for fixed windows: requests a
   second through serve vs through the bare server.
@@ -67,6 +69,10 @@ EMIT_LINE = (
     ).encode("ascii")
     + b"\n"
 )
+#: Claude Code's envelope of a Bash call, as it sends it on stdin.
+CLAUDE_BASH = json.dumps(
+    {"session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": "/", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+).encode()
 #: Variables that send ``hookbus emit`` in-process, or elsewhere: kept out of the clients'.
 CLIENT_UNSET = ("VIX_DISABLE_HOOKS", "HOOKBUS_DISABLE_PLUGINS", "HOOKBUS_LOAD_PLUGINS", "HOOKBUS_SOCKET", "PYTHONDONTWRITEBYTECODE")
 #: The plugins ``pip install hookbus`` ships (the contrib ones are installed in the venv too).
@@ -413,13 +419,11 @@ def package_root() -> Path:
     return Path(spec.origin).parent.parent
 
 
-#: What pip writes as the ``hookbus`` console script (the venv's own is the same).
-CONSOLE_SCRIPT = """import sys
-from hookbus.cli import main
-if __name__ == '__main__':
-    sys.argv[0] = sys.argv[0].removesuffix('.exe')
-    sys.exit(main())
-"""
+def console_script() -> str:
+    """What pip writes as the ``hookbus`` console script, after its ``#!`` line: this venv's
+    own, which pip wrote from the project's entry point."""
+    script = Path(sys.executable).parent / "hookbus"
+    return script.read_text().split("\n", 1)[1]
 
 
 def wheel_like_venv(venv: Path) -> tuple[Path, Path]:
@@ -435,7 +439,7 @@ def wheel_like_venv(venv: Path) -> tuple[Path, Path]:
     ).stdout.strip()
     (Path(purelib) / "hookbus.pth").write_text(f"{package_root()}\n")
     script = venv / "bin" / "hookbus"
-    script.write_text(f"#!{python}\n{CONSOLE_SCRIPT}")
+    script.write_text(f"#!{python}\n{console_script()}")
     script.chmod(0o755)
     return python, script
 
@@ -457,6 +461,15 @@ def imported(argv: list[str], env: dict[str, str]) -> dict[str, int]:
 
 
 def serve_cli(work: Path, report: Reporter, rounds: int) -> None:
+    """Two figures, each taken in a venv as a wheel install leaves it (this venv's editable
+    installs put finders in site, which every Python start pays, ``python -c pass`` too):
+
+    - serve CLI emit: ``hookbus emit Stop`` (10 hooks, 2 fire) through a live server vs
+      ``python -c pass``; this venv's pair, in-process, and what the server path imports
+      (-X importtime) beside it;
+    - serve bridge: ``hookbus claude-code-hook`` with Claude Code's envelope of a Bash call
+      (one sync hook fires) through a live server vs ``python -c pass``, the figure to set
+      beside Claude Code's own hook runner (15-25 ms a call for one trivial hook)."""
     home = work / "serve-cli"
     events = ["PreToolUse", "PostToolUse", "Stop", "ThreadStart", "SubagentStop"]
     write_hooks(
@@ -468,20 +481,21 @@ def serve_cli(work: Path, report: Reporter, rounds: int) -> None:
     ours = [*command, "emit", "Stop", "--home", str(home), "--input", os.devnull]
     in_process = [*ours, "--no-server"]
     theirs = [sys.executable, "-c", "pass"]
-    # This venv's editable installs put finders in site (.pth files that import pathlib, re,
-    # ...), which every Python start pays: both sides above. A wheel leaves none, so the
-    # same pair runs again in a venv as a wheel install leaves it.
     wheel_python, wheel_script = wheel_like_venv(work / "wheel-venv")
     ours_wheel = [str(wheel_script), "emit", "Stop", "--home", str(home), "--input", os.devnull]
+    bridge_wheel = [str(wheel_script), "claude-code-hook", "--home", str(home)]
     theirs_wheel = [str(wheel_python), "-c", "pass"]
 
-    def run(argv: list[str], env: dict[str, str]) -> Callable[[], float]:
-        return lambda: per_call(lambda: subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL), 10)
+    def run(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> Callable[[], float]:
+        return lambda: per_call(lambda: subprocess.run(argv, env=env, check=True, input=stdin, stdout=subprocess.DEVNULL), 10)
 
     with hookbus_serve(home, server_env):
         answer = subprocess.run(ours, env=client_env, check=True, capture_output=True, text=True)
         if json.loads(answer.stdout) != {"behavior": "allow"}:
             raise RuntimeError(f"unexpected answer from hookbus emit: {answer.stdout!r} {answer.stderr!r}")
+        bridged = subprocess.run(bridge_wheel, env=client_env, input=CLAUDE_BASH, check=True, capture_output=True)
+        if bridged.stdout or bridged.stderr:
+            raise RuntimeError(f"unexpected answer from hookbus claude-code-hook: {bridged.stdout!r} {bridged.stderr!r}")
         # Here, where pluggy & co. are installed, importing one would succeed: the check
         # that none is imported means something. The cost of what is imported is counted in
         # the wheel-like venv, where site has imported nothing beforehand.
@@ -491,13 +505,13 @@ def serve_cli(work: Path, report: Reporter, rounds: int) -> None:
         wheel_bare = imported(theirs_wheel, client_env)
         sides = [
             run(ours, client_env), run(theirs, client_env), run(in_process, server_env),
-            run(ours_wheel, client_env), run(theirs_wheel, client_env),
+            run(ours_wheel, client_env), run(theirs_wheel, client_env), run(bridge_wheel, client_env, CLAUDE_BASH),
         ]
         for side in sides:
             side()  # warm up: bytecode written, page cache filled
-        served, python, local, served_wheel, python_wheel = alternated(rounds, sides)
-    if "hookbus.client" not in modules or "hookbus.bus" in modules:
-        raise RuntimeError("hookbus emit did not take the server path (hookbus.bus imported, or hookbus.client not)")
+        served, python, local, served_wheel, python_wheel, bridge = alternated(rounds, sides)
+    if "hookbus.quickpath" not in modules or {"hookbus.cli", "hookbus.bus"} & set(modules):
+        raise RuntimeError("hookbus emit did not take the quick path to the server (hookbus.cli or hookbus.bus imported)")
     stdlib = set(sys.stdlib_module_names)
     extra = sorted({name for name in modules if name.split(".")[0] not in stdlib} - set(bare))
     ours_modules = [name for name in extra if name.split(".")[0] == "hookbus"]
@@ -507,16 +521,23 @@ def serve_cli(work: Path, report: Reporter, rounds: int) -> None:
     added = {name: us for name, us in wheel_modules.items() if name not in wheel_bare}
     costliest = sorted(added, key=lambda name: -added[name])[:6]
     report(
-        "serve CLI emit", median_ratio(served, python), 2, "x",
-        f"{which} `emit Stop` (10 hooks, 2 fire) with a live server {statistics.median(served) * 1e3:.1f} ms vs "
-        f"`python -c pass` {statistics.median(python) * 1e3:.1f} ms; in-process (--no-server, stock plugins) "
-        f"{statistics.median(local) * 1e3:.1f} ms ({median_ratio(local, python):.2f}x); in a venv as a wheel "
-        f"leaves it (no editable-install finders in site): {statistics.median(served_wheel) * 1e3:.1f} vs "
-        f"{statistics.median(python_wheel) * 1e3:.1f} ms ({median_ratio(served_wheel, python_wheel):.2f}x). "
-        f"There the server path imports {len(added)} modules beyond `python -c pass`'s (-X importtime, self "
-        f"total {sum(added.values()) / 1e3:.1f} ms; costliest {', '.join(f'{name} {added[name] / 1e3:.1f}' for name in costliest)}), "
-        f"{len(ours_modules)} of them hookbus's ({hookbus_us / 1e3:.1f} ms: {', '.join(ours_modules)}); "
-        f"non-stdlib besides hookbus: {', '.join(foreign) or 'none'}; of {'/'.join(HEAVY)}: {', '.join(heavy) or 'none'}",
+        "serve CLI emit", median_ratio(served_wheel, python_wheel), 2, "x",
+        f"the `hookbus` console script's `emit Stop` (10 hooks, 2 fire) with a live server "
+        f"{statistics.median(served_wheel) * 1e3:.1f} ms vs `python -c pass` {statistics.median(python_wheel) * 1e3:.1f} ms, "
+        f"in a venv as a wheel install leaves it. In this venv (editable-install finders in site): "
+        f"{statistics.median(served) * 1e3:.1f} vs {statistics.median(python) * 1e3:.1f} ms ({median_ratio(served, python):.2f}x), "
+        f"{which}; in-process (--no-server, stock plugins) {statistics.median(local) * 1e3:.1f} ms "
+        f"({median_ratio(local, python):.2f}x). The server path imports {len(added)} modules beyond `python -c pass`'s "
+        f"(-X importtime, self total {sum(added.values()) / 1e3:.1f} ms; costliest "
+        f"{', '.join(f'{name} {added[name] / 1e3:.1f}' for name in costliest)}), {len(ours_modules)} of them hookbus's "
+        f"({hookbus_us / 1e3:.1f} ms: {', '.join(ours_modules)}); non-stdlib besides hookbus: {', '.join(foreign) or 'none'}; "
+        f"of {'/'.join(HEAVY)}: {', '.join(heavy) or 'none'}",
+    )
+    report(
+        "serve bridge", median_ratio(bridge, python_wheel), 2, "x",
+        f"`hookbus claude-code-hook` on Claude Code's envelope of a Bash call (one sync `exit 0` hook fires) with a live "
+        f"server {statistics.median(bridge) * 1e3:.1f} ms a call vs `python -c pass` {statistics.median(python_wheel) * 1e3:.1f} ms, "
+        "wheel-like venv (Claude Code's own hook runner: 15-25 ms a call for one trivial hook)",
     )
 
 

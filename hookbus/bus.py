@@ -44,6 +44,7 @@ from hookbus.reporting import ReportOnce
 from hookbus.runners import CancelToken, HookCall
 from hookbus.settings import Settings, env_disables_hooks
 from hookbus.spec import Hook
+from hookbus.stopguard import StopMemory
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -139,6 +140,7 @@ class HookBus:
         self._resolver = self._make_resolver()
         self.plugin_infos = describe_plugins(self._plugins, self.plugin_infos, self.runners)
         self._report = ReportOnce()
+        self._stops = StopMemory()
         self._lock = threading.Condition()
         self._sync_emits = 0
         self._async: AsyncWorkers[_AsyncJob] | None = None  # made on the first async fire
@@ -424,6 +426,7 @@ class HookBus:
             workers = self._async or self._start_async_workers()
             workers.submit((hook, event, full, payload, False, settings))
         if not sync_hooks:
+            self._stops.answered(event, envelope, ALLOW)
             return ALLOW
         cancel = CancelToken()
         with self._lock:
@@ -433,7 +436,9 @@ class HookBus:
                 cancel.cancel(self._interrupted)
         try:
             runs = self._run_sync(sync_hooks, event, full, payload, settings, cancel)
-            return self._decide(event, envelope, runs)
+            decision = self._decide(event, envelope, runs)
+            self._stops.answered(event, envelope, decision)
+            return decision
         finally:
             with self._lock:
                 self._sync_emits -= 1
@@ -542,6 +547,8 @@ class HookBus:
 
         names = tool_names(settings.raw)
         translated = envelope_to_claude(event, envelope, names)
+        if event in CONTINUE_EVENTS and "stop_hook_active" not in translated:
+            translated["stop_hook_active"] = self._stops.active(event, envelope)
         hook_env = {
             **dialect_environment(event, envelope, str(hook.directory), str(self.home.root)),
             **hook.spec.env,

@@ -7,14 +7,25 @@ legacy ``decision: block|approve``, ``continue: false``, PermissionRequest's
 ``hookSpecificOutput.tool_input``. What they mean depends on the event (a ``block`` on Stop
 means "keep going"), so reading them needs it. Shapes that only say "no opinion" (``{}``,
 ``continue: true``, ``suppressOutput``, ``systemMessage``) allow without an error.
+
+As Claude Code does, a ``hookSpecificOutput`` is read only for the event it names
+(``hookEventName``; another event's is an error), and only for what that event takes:
+``permissionDecision``, ``updatedInput`` (and Gemini's ``tool_input``) on PreToolUse,
+``decision`` on PermissionRequest, ``additionalContext`` where context reaches the model.
+``continue: false`` ends the turn, whatever else the object says.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hookbus.claude_names import CLAUDE_EVENT
 from hookbus.decision import Behavior, Outcome, Permission, cap_text
 from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
+from hookbus.gemini_names import GEMINI_EVENT
+
+#: vixd's events on which Claude Code or Gemini CLI take ``additionalContext``.
+CONTEXT_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "ThreadStart"})
 
 #: The top-level keys that make an object Claude Code's (or Gemini CLI's) output. (A
 #: ``reason`` alone is not one: it explains a decision, and without one it is a mistake.)
@@ -83,7 +94,8 @@ class _Reading:
             input=self.input if behavior == "modify" else None,
             context=cap_text(context) if context else None,
             permission=permission,
-            continue_with=cap_text(self.continue_with) if self.continue_with else None,
+            # Ending the turn wins over going on (Claude Code: continue: false over block).
+            continue_with=cap_text(self.continue_with) if self.continue_with and not self.halt else None,
             halt=cap_text(self.halt) if self.halt else None,
         )
 
@@ -106,12 +118,26 @@ def outcome_from_foreign(decision: dict[str, Any], event: str | None) -> Outcome
     return reading.outcome()
 
 
+def _names_of(event: str) -> tuple[str, ...]:
+    """What a hookSpecificOutput may call ``event``: vixd's name, Claude's, Gemini's."""
+    return tuple(dict.fromkeys((event, CLAUDE_EVENT.get(event, event), GEMINI_EVENT.get(event, event))))
+
+
 def _read_specific(specific: dict[str, Any], event: str | None, reading: _Reading) -> None:
+    """``hookSpecificOutput``, for what ``event`` takes of it (everything, for no event)."""
+    named = specific.get("hookEventName")
+    if named is not None and event is not None and named not in _names_of(event):
+        expected = " or ".join(repr(name) for name in _names_of(event))
+        raise ForeignDecisionError(f'"hookSpecificOutput.hookEventName" is {named!r:.40}, not {expected}: another event\'s output')
+
+    def takes(wanted: str) -> bool:
+        return event is None or event == wanted
+
     context = _text(specific.get("additionalContext"), "hookSpecificOutput.additionalContext")
-    if context:
+    if context and (event is None or event in CONTEXT_EVENTS):
         reading.contexts.append(context)
     answer = _object(specific.get("decision"), "hookSpecificOutput.decision")
-    if answer is not None:  # PermissionRequest's answer to the prompt
+    if answer is not None and takes("PermissionRequest"):  # the answer to the prompt
         behavior = answer.get("behavior")
         if behavior == "deny":
             reading.denied = True
@@ -125,6 +151,8 @@ def _read_specific(specific: dict[str, Any], event: str | None, reading: _Readin
             raise ForeignDecisionError(
                 f'"hookSpecificOutput.decision.behavior" must be "allow" or "deny" (got {behavior!r:.40})'
             )
+    if not takes("PreToolUse"):
+        return  # permissionDecision and updatedInput are PreToolUse's (Claude Code reads them nowhere else)
     verdict = specific.get("permissionDecision")
     reason = _text(specific.get("permissionDecisionReason"), "hookSpecificOutput.permissionDecisionReason")
     if verdict == "deny":

@@ -609,7 +609,10 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
     "emit": (
         "fire an event and print the decision (exit 2 on deny)",
         "Fire EVENT with the envelope from --input (a file, or - for stdin) and print the "
-        "decision as one JSON object. Exit 0 for allow, context and modify, 2 for deny, 1 for "
+        "decision as one JSON object: behavior (allow, deny, modify, context), and when a "
+        "hook said them reason, input, context, and the extras permission (approve, ask), "
+        "continue_with (Stop: go on with this) and halt (end the turn). Exit 0 for allow, "
+        "context and modify, 2 for deny, 1 for "
         "a usage or config error, 130 or 143 when SIGINT or SIGTERM stopped it (the hooks are "
         "killed and their fires recorded as interrupted). Async hooks finish before it exits. "
         "When a `hookbus serve` of the same home answers on the socket, the server runs the "

@@ -105,6 +105,34 @@ SHAPES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         {"hookSpecificOutput": {"tool_input": {"command": "ls -la"}}},
         {"behavior": "modify", "input": {"command": "ls -la"}},
     ),
+    "Gemini's name for the event": (
+        "PreToolUse",
+        {"hookSpecificOutput": {"hookEventName": "BeforeTool", "additionalContext": "g"}},
+        {"behavior": "context", "context": "g"},
+    ),
+    # What Claude Code reads only on other events, it ignores here (found by running real
+    # hooks: an auto-approver written for PreToolUse, registered on PermissionRequest).
+    "permissionDecision on PermissionRequest is not its answer": (
+        "PermissionRequest",
+        {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "permissionDecision": "allow"}},
+        {"behavior": "allow"},
+    ),
+    "updatedInput outside PreToolUse": ("PostToolUse", {"hookSpecificOutput": {"updatedInput": {"command": "ls"}}}, {"behavior": "allow"}),
+    "additionalContext on Stop reaches no model": (
+        "Stop",
+        {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "[git] main"}, "systemMessage": "git"},
+        {"behavior": "allow"},
+    ),
+    "PermissionRequest's decision on PreToolUse": (
+        "PreToolUse",
+        {"hookSpecificOutput": {"decision": {"behavior": "allow"}}},
+        {"behavior": "allow"},
+    ),
+    "continue false wins over a Stop block": (
+        "Stop",
+        {"continue": False, "stopReason": "blocked for good", "decision": "block", "reason": "go on"},
+        {"behavior": "allow", "halt": "blocked for good"},
+    ),
 }
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest")
@@ -129,6 +157,15 @@ def test_an_unknown_shape_fails_open_naming_what_is_understood(make_bus: MakeBus
     (record,) = read_log(home)
     assert "not understood (keys 'verdict')" in record["error"]
     assert "hookSpecificOutput" in record["error"] and '"behavior"' in record["error"]
+
+
+def test_another_events_output_is_an_error_not_a_decision(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    """Claude Code refuses a hookSpecificOutput that names another event."""
+    printed = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "permissionDecision": "deny"}}
+    write_hook("h", mode="sync", blocking=True, command=echo(printed))
+    assert make_bus().emit("PreToolUse", BASH).behavior == "allow"
+    (record,) = read_log(home)
+    assert "hookEventName\" is 'PostToolUse', not 'PreToolUse' or 'BeforeTool'" in record["error"]
 
 
 def test_a_bad_value_in_a_claude_shape_says_which_key(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
@@ -158,13 +195,15 @@ def test_approve_from_a_hook_that_is_not_blocking_is_not_applied(make_bus: MakeB
     assert record["decision"]["permission"] == "approve"  # what the hook said stays on record
 
 
-def test_continue_with_and_halt_join_every_hook(make_bus: MakeBus, write_hook: HookWriter) -> None:
+def test_continue_with_and_halt_join_every_hook_and_halt_wins(make_bus: MakeBus, write_hook: HookWriter) -> None:
     write_hook("a", event="Stop", mode="sync", command=echo({"decision": "block", "reason": "run tests"}))
     write_hook("b", event="Stop", mode="sync", command=echo({"decision": "block", "reason": "update docs"}))
-    write_hook("c", event="Stop", mode="sync", command=echo({"continue": False, "stopReason": "over budget"}))
     decision = make_bus().emit("Stop", {"thread_id": "t"})
-    assert decision.continue_with == "run tests\n\nupdate docs"
-    assert decision.halt == "over budget"
+    assert (decision.continue_with, decision.halt) == ("run tests\n\nupdate docs", None)
+    write_hook("c", event="Stop", mode="sync", command=echo({"continue": False, "stopReason": "over budget"}))
+    write_hook("d", event="Stop", mode="sync", command=echo({"continue": False, "stopReason": "and late"}))
+    decision = make_bus().emit("Stop", {"thread_id": "t"})
+    assert (decision.continue_with, decision.halt) == (None, "over budget\n\nand late")  # the turn ends
     assert decision.behavior == "allow"  # a host that ignores the extras behaves as before
 
 
@@ -223,6 +262,40 @@ def test_the_bus_processs_own_claude_variables_do_not_reach_dialect_hooks(
     assert result.returncode == 0, result.stderr
     project, _, env_file = (directory / "env.txt").read_text().splitlines()
     assert (project, env_file) == (str(tmp_path), "")
+
+
+#: A Stop gate as Claude Code users write them: keep going once, then let the agent stop.
+ONCE_GATE = (
+    'case "$(cat)" in *\'"stop_hook_active":true\'*) exit 0;; esac; '
+    'echo \'{"decision": "block", "reason": "run the tests first"}\''
+)
+
+
+def test_a_stop_gate_sees_stop_hook_active_as_claude_code_sets_it(make_bus: MakeBus, write_hook: HookWriter) -> None:
+    """vixd sends no stop_hook_active: the bus remembers, per thread, that it said "go on"."""
+    write_hook("gate", event="Stop", mode="sync", dialect="claude-code", command=ONCE_GATE)
+    bus = make_bus()
+    answers = [bus.emit("Stop", {"thread_id": thread}).continue_with for thread in ("t-1", "t-1", "t-2", "t-1", "t-2")]
+    assert answers == ["run the tests first", None, "run the tests first", "run the tests first", None]
+    # What the embedder says is what the hook sees.
+    assert bus.emit("Stop", {"thread_id": "t-3", "stop_hook_active": True}).continue_with is None
+
+
+def test_the_stop_memory_holds_through_a_server(write_hook: HookWriter, home: Path) -> None:
+    """One server, many short-lived clients: the guard still lets the second stop through."""
+    write_hook("gate", event="Stop", mode="sync", dialect="claude-code", command=ONCE_GATE)
+    stop = {"hook_event_name": "Stop", "session_id": "s-7", "stop_hook_active": False}
+    with Served(home):
+        first = bridge(home, {**stop, "stop_hook_active": False}, env=environment())
+        emitted = [
+            json.loads(subprocess.run(
+                [sys.executable, "-m", "hookbus", "emit", "Stop", "--home", str(home)],
+                input=json.dumps({"thread_id": "s-8"}), capture_output=True, text=True, timeout=30,
+            ).stdout).get("continue_with")
+            for _ in range(2)
+        ]
+    assert json.loads(first.stdout) == {"decision": "block", "reason": "run the tests first"}
+    assert emitted == ["run the tests first", None]
 
 
 def test_thread_start_is_session_start_to_a_dialect_hook(make_bus: MakeBus, write_hook: HookWriter) -> None:

@@ -204,6 +204,20 @@ def test_each_method_answers_with_what_the_schema_describes(home: Path, write_ho
     assert served.process.returncode == 0
 
 
+def test_the_extras_of_a_decision_are_in_the_schema(home: Path, write_hook: Writer) -> None:
+    """permission, continue_with and halt: what Claude Code's output shapes add."""
+    write_hook("ask", matcher="bash", mode="sync", blocking=True, command="""cat >/dev/null; echo '{"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sure?"}}'""")
+    write_hook("gate", event="Stop", mode="sync", command="""cat >/dev/null; echo '{"decision": "block", "reason": "run the tests"}'""")
+    write_hook("budget", event="SubagentStop", mode="sync", command="""cat >/dev/null; echo '{"continue": false, "stopReason": "over budget"}'""")
+    with Served(home) as served, Wire(served.wait_ready()) as wire:
+        asked = wire.call(1, "emit", {"event": "PreToolUse", "envelope": BASH})["result"]
+        going = wire.call(2, "emit", {"event": "Stop", "envelope": {"thread_id": "t"}})["result"]
+        halted = wire.call(3, "emit", {"event": "SubagentStop", "envelope": {"thread_id": "t"}})["result"]
+    assert asked == {"behavior": "allow", "permission": "ask", "reason": "sure?"}
+    assert going == {"behavior": "allow", "continue_with": "run the tests"}
+    assert halted == {"behavior": "allow", "halt": "over budget"}
+
+
 @pytest.mark.timeout(60)
 def test_each_error_a_client_can_cause_is_answered_as_the_schema_describes(
     home: Path, write_hook: Writer, tmp_path: Path

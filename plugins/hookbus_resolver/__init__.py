@@ -5,7 +5,8 @@
 - Several modifies: the first in hook-id order wins; the others are superseded, and the
   log says so for each of them.
 - The extras, beside the behavior: permission ask > approve, and none once denied;
-  continue_with and halt joined from every hook that said them, in hook-id order.
+  continue_with and halt joined from every hook that said them, in hook-id order, and no
+  continue_with once a hook halts (the turn ends: there is nothing to go on with).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def _extras(ordered: Sequence[HookResult], denied: bool) -> dict[str, Any]:
     for name in ("continue_with", "halt"):
         said = [getattr(r.outcome, name) for r in ordered if getattr(r.outcome, name)]
         extras[name] = "\n\n".join(said) or None
+    if extras["halt"] is not None:
+        extras["continue_with"] = None
     return extras
 
 

@@ -1,0 +1,63 @@
+"""Claude Code's loop guard for Stop hooks, for hosts that do not send it.
+
+Claude Code tells a Stop (or SubagentStop) hook ``stop_hook_active: true`` when the agent
+is stopping again after a Stop hook made it go on, so that a gate that keeps the agent
+going once lets the next stop through. vixd's envelope has no such field, and without it
+such a gate would never let the agent stop. So the bus remembers, for each thread (and
+subagent), whether it answered its last stop with ``continue_with``; a ``claude-code``
+dialect hook then sees ``stop_hook_active`` as Claude Code would set it, unless the
+envelope says already.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping
+
+from hookbus.decision import Decision
+from hookbus.events import CONTINUE_EVENTS
+
+#: Threads remembered at most; the oldest are forgotten first.
+MAX_REMEMBERED = 10_000
+
+_Key = tuple[str, str, str]
+
+
+def _key(event: str, envelope: Mapping[str, Any]) -> _Key | None:
+    """Which stop this is: the event, the thread and the subagent; None when the envelope
+    names them with values that cannot be told apart as text."""
+    parts = [event]
+    for field in ("thread_id", "agent_id"):
+        value = envelope.get(field)
+        if value is not None and not isinstance(value, (str, int)):
+            return None
+        parts.append("" if value is None else str(value))
+    return parts[0], parts[1], parts[2]
+
+
+class StopMemory:
+    """The stops the bus answered with ``continue_with``, by thread; thread-safe."""
+
+    def __init__(self) -> None:
+        self._continued: dict[_Key, None] = {}
+        self._lock = threading.Lock()
+
+    def active(self, event: str, envelope: Mapping[str, Any]) -> bool:
+        """Claude Code's ``stop_hook_active`` for this stop: whether the last stop of the
+        same thread was answered "go on"."""
+        key = _key(event, envelope) if event in CONTINUE_EVENTS else None
+        return key is not None and key in self._continued
+
+    def answered(self, event: str, envelope: Mapping[str, Any], decision: Decision) -> None:
+        """Remember how the bus answered this stop."""
+        if event not in CONTINUE_EVENTS:
+            return
+        key = _key(event, envelope)
+        if key is None:
+            return
+        with self._lock:
+            self._continued.pop(key, None)
+            if decision.continue_with is not None:
+                self._continued[key] = None
+                if len(self._continued) > MAX_REMEMBERED:
+                    del self._continued[next(iter(self._continued))]

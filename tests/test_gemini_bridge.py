@@ -1,0 +1,256 @@
+"""hookbus as Gemini CLI's hook engine: ``hookbus gemini-cli-hook`` and ``hookbus import
+gemini-cli FILE --install-bridge``.
+
+Gemini CLI's envelope (BeforeTool, ``run_shell_command``, ``file_path``, ``session_id``) in,
+the home's merged decision out as Gemini CLI obeys it (top-level ``decision: deny`` with a
+reason, ``hookSpecificOutput.tool_input``, ``additionalContext``, ``continue: false``), in
+process and through a server alike.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import read_log
+from hookbus.bridge import GEMINI_CLI, gemini_output
+from hookbus.bridge_install import GEMINI_CLI as GEMINI_INSTALL
+from hookbus.bridge_install import install_bridge, is_bridge_command
+from hookbus.claude_names import envelope_to_vix
+from hookbus.gemini_names import GEMINI_EVENT, GEMINI_TOOLS, VIX_EVENT
+from servekit import Served, environment
+
+pytestmark = pytest.mark.timeout(90)
+
+Writer = Callable[..., Path]
+
+BEFORE_SHELL = {
+    "session_id": "g-1", "transcript_path": "/tmp/g.json", "cwd": "/", "hook_event_name": "BeforeTool",
+    "timestamp": "2026-12-01T00:00:00Z", "tool_name": "run_shell_command", "tool_input": {"command": "rm -rf /"},
+}
+
+
+def gemini(home: Path, envelope: dict[str, Any] | str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    stdin = envelope if isinstance(envelope, str) else json.dumps(envelope)
+    return subprocess.run(
+        [sys.executable, "-m", "hookbus", "gemini-cli-hook", "--home", str(home), *extra],
+        input=stdin, capture_output=True, text=True, timeout=60, env=env,
+    )
+
+
+# -- names ------------------------------------------------------------------------------------
+
+
+def test_every_gemini_event_with_a_counterpart_maps_both_ways() -> None:
+    assert VIX_EVENT == {
+        "BeforeTool": "PreToolUse", "AfterTool": "PostToolUse", "BeforeAgent": "UserPromptSubmit",
+        "AfterAgent": "Stop", "SessionStart": "ThreadStart", "PreCompress": "PreCompact",
+    }
+    assert all(VIX_EVENT[GEMINI_EVENT[vix]] == vix for vix in GEMINI_EVENT)
+
+
+@pytest.mark.parametrize(
+    ("gemini_tool", "gemini_input", "vix_tool", "vix_input"),
+    [
+        ("run_shell_command", {"command": "ls", "is_background": False}, "bash", {"command": "ls", "is_background": False}),
+        ("write_file", {"file_path": "a.txt", "content": "x"}, "write_file", {"path": "a.txt", "content": "x"}),
+        ("replace", {"file_path": "a.txt", "old_string": "a", "new_string": "b"}, "edit_file", {"path": "a.txt", "old_string": "a", "new_string": "b"}),
+        ("read_file", {"file_path": "a.txt"}, "read_file", {"path": "a.txt"}),
+        ("grep_search", {"pattern": "x"}, "grep", {"pattern": "x"}),
+        ("google_web_search", {"query": "q"}, "web_search", {"query": "q"}),
+        ("mcp__github__create_issue", {"title": "t"}, "mcp__github__create_issue", {"title": "t"}),
+    ],
+)
+def test_the_tool_map_both_ways(gemini_tool: str, gemini_input: dict[str, Any], vix_tool: str, vix_input: dict[str, Any]) -> None:
+    vix = envelope_to_vix({"hook_event_name": "BeforeTool", "tool_name": gemini_tool, "tool_input": gemini_input, "session_id": "s"}, GEMINI_TOOLS)
+    assert (vix["tool_name"], vix["tool_input"], vix["thread_id"]) == (vix_tool, vix_input, "s")
+    assert "hook_event_name" not in vix
+    assert (GEMINI_TOOLS.host_tool(vix_tool), GEMINI_TOOLS.input_to_host(vix_tool, vix_input)) == (gemini_tool, gemini_input)
+
+
+def test_the_project_directory_comes_from_geminis_variables() -> None:
+    for environ, project in [
+        ({"GEMINI_PROJECT_DIR": "/g", "CLAUDE_PROJECT_DIR": "/c"}, "/g"),
+        ({"CLAUDE_PROJECT_DIR": "/c"}, "/c"),
+        ({}, None),
+    ]:
+        request = GEMINI_CLI.request(BEFORE_SHELL, environ)
+        assert request is not None
+        assert request[1].get("project_dir") == project
+
+
+# -- decisions, as Gemini CLI obeys them ------------------------------------------------------
+
+GEMINI_CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "deny": ("PreToolUse", {"behavior": "deny", "reason": "no"}, {"decision": "deny", "reason": "no"}),
+    "rewrite": (
+        "PreToolUse",
+        {"behavior": "modify", "input": {"path": "b.txt", "content": "x"}},
+        {"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": {"file_path": "b.txt", "content": "x"}}},
+    ),
+    "allow": ("PreToolUse", {"behavior": "allow"}, {}),
+    "tool context": (
+        "PostToolUse",
+        {"behavior": "context", "context": "lint: 2 warnings"},
+        {"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": "lint: 2 warnings"}},
+    ),
+    "prompt denied": ("UserPromptSubmit", {"behavior": "deny", "reason": "secret"}, {"decision": "deny", "reason": "secret"}),
+    "prompt context": (
+        "UserPromptSubmit",
+        {"behavior": "context", "context": "on main"},
+        {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "on main"}},
+    ),
+    "session context": (
+        "ThreadStart",
+        {"behavior": "context", "context": "hi"},
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "hi"}},
+    ),
+    "keep going": ("Stop", {"behavior": "allow", "continue_with": "run the tests"}, {"decision": "deny", "reason": "run the tests"}),
+    "halt": ("PostToolUse", {"behavior": "allow", "halt": "enough"}, {"continue": False, "stopReason": "enough"}),
+    "context where Gemini takes none": ("PreToolUse", {"behavior": "context", "context": "x"}, {}),
+    "approve, which Gemini cannot take": ("PreToolUse", {"behavior": "allow", "permission": "approve"}, {}),
+}
+
+
+@pytest.mark.parametrize(("event", "decision", "expected"), list(GEMINI_CASES.values()), ids=list(GEMINI_CASES))
+def test_each_decision_in_gemini_clis_format(event: str, decision: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert gemini_output(GEMINI_EVENT[event], event, decision, GEMINI_TOOLS, "write_file") == expected
+
+
+@pytest.mark.parametrize(
+    ("event", "decision", "note"),
+    [
+        ("UserPromptSubmit", {"behavior": "modify", "input": {"prompt": "x"}}, "cannot take"),
+        ("PreToolUse", {"behavior": "context", "context": "x"}, "passes none to the model"),
+        ("PreToolUse", {"behavior": "allow", "permission": "ask"}, "'ask' to the permission prompt"),
+    ],
+)
+def test_what_gemini_cli_cannot_hear_is_said_on_stderr(event: str, decision: dict[str, Any], note: str) -> None:
+    output, notes = GEMINI_CLI.answer(GEMINI_EVENT[event], event, {"tool_name": "bash"}, decision)
+    assert output == {}
+    assert any(note in line and "Gemini CLI" in line for line in notes)
+
+
+# -- end to end ------------------------------------------------------------------------------
+
+
+def test_native_hooks_run_on_geminis_envelope(write_hook: Writer, home: Path) -> None:
+    directory = write_hook("guard", matcher="bash", mode="sync", blocking=True, command='cat > "$HOOKBUS_HOOK_DIR/seen.json"; echo "no rm -rf" >&2; exit 2').parent
+    result = gemini(home, BEFORE_SHELL, "--no-server")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads(result.stdout) == {"decision": "deny", "reason": "hook 'guard' denied: no rm -rf"}
+    seen = json.loads((directory / "seen.json").read_text())
+    assert (seen["tool_name"], seen["tool_input"], seen["thread_id"], seen["hook_event_name"]) == ("bash", {"command": "rm -rf /"}, "g-1", "PreToolUse")
+    (record,) = read_log(home)
+    assert record["status"] == "deny"
+
+
+def test_a_rewrite_goes_back_in_geminis_fields(write_hook: Writer, home: Path) -> None:
+    write_hook(
+        "safe", matcher="write_file", mode="sync", blocking=True,
+        command="""cat > /dev/null; echo '{"behavior": "modify", "input": {"path": "safe.txt", "content": "x"}}'""",
+    )
+    write_file = {**BEFORE_SHELL, "tool_name": "write_file", "tool_input": {"file_path": ".env", "content": "x"}}
+    result = gemini(home, write_file, "--no-server")
+    assert json.loads(result.stdout) == {"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": {"file_path": "safe.txt", "content": "x"}}}
+
+
+def test_after_agent_keeps_the_agent_going(write_hook: Writer, home: Path) -> None:
+    write_hook("gate", event="Stop", mode="sync", command="""cat > /dev/null; echo '{"decision": "block", "reason": "tests fail"}'""")
+    result = gemini(home, {"hook_event_name": "AfterAgent", "session_id": "s", "prompt": "p", "prompt_response": "done", "stop_hook_active": False}, "--no-server")
+    assert json.loads(result.stdout) == {"decision": "deny", "reason": "tests fail"}
+
+
+@pytest.mark.parametrize("event", ["BeforeTool", "SessionStart", "AfterAgent"])
+def test_through_a_server_it_says_the_same(write_hook: Writer, home: Path, event: str) -> None:
+    write_hook("guard", matcher="bash", mode="sync", blocking=True, command='cat > /dev/null; echo "no" >&2; exit 2')
+    write_hook("hello", event="ThreadStart", mode="sync", command="cat > /dev/null; echo hello")
+    envelope = {**BEFORE_SHELL, "hook_event_name": event, "source": "startup"}
+    local = gemini(home, envelope, "--no-server")
+    with Served(home):
+        remote = gemini(home, envelope)
+    assert (remote.returncode, remote.stdout, remote.stderr) == (local.returncode, local.stdout, local.stderr)
+    assert json.loads(local.stdout) == {
+        "BeforeTool": {"decision": "deny", "reason": "hook 'guard' denied: no"},
+        "SessionStart": {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "hello"}},
+        "AfterAgent": {},
+    }[event]
+
+
+@pytest.mark.parametrize("through_server", [False, True])
+def test_events_without_a_counterpart_say_nothing_in_json(home: Path, through_server: bool) -> None:
+    envelope = {"hook_event_name": "BeforeModel", "session_id": "s", "llm_request": {}}
+    if through_server:
+        with Served(home):
+            result = gemini(home, envelope)
+    else:
+        result = gemini(home, envelope, "--no-server")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "{}\n", "")
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [("not json", "the envelope is not valid JSON"), ("[1]", "must be a JSON object"), ("{}", 'no "hook_event_name": run it as a Gemini CLI hook')],
+)
+def test_bad_input_is_refused_clearly(home: Path, stdin: str, message: str) -> None:
+    result = gemini(home, stdin)
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_geminis_project_directory_reaches_hooks_through_a_server(write_hook: Writer, home: Path, tmp_path: Path) -> None:
+    directory = write_hook("seen", matcher="bash", mode="sync", command='cat > "$HOOKBUS_HOOK_DIR/seen.json"').parent
+    with Served(home):  # the server's environment has no GEMINI_PROJECT_DIR
+        gemini(home, BEFORE_SHELL, env=environment(GEMINI_PROJECT_DIR=str(tmp_path)))
+    assert json.loads((directory / "seen.json").read_text())["project_dir"] == str(tmp_path)
+
+
+# -- installing the bridge ---------------------------------------------------------------------
+
+
+def test_install_bridge_routes_every_gemini_event_and_keeps_the_rest(tmp_path: Path, home: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    own = {"matcher": "write_file", "hooks": [{"type": "command", "command": "./lint.sh", "timeout": 30000}]}
+    settings.write_text(json.dumps({"general": {"vimMode": True}, "hooks": {"BeforeTool": [own]}}))
+    out = io.StringIO()
+    assert install_bridge(str(settings), home, host=GEMINI_INSTALL, out=out, err=io.StringIO()) == 0
+    written = json.loads(settings.read_text())
+    assert written["general"] == {"vimMode": True}
+    assert set(written["hooks"]) == {"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "PreCompress"}
+    assert written["hooks"]["BeforeTool"][0] == own
+    for event, groups in written["hooks"].items():
+        bridge = groups[-1]
+        assert "matcher" not in bridge, f"{event}: '*' is no regex to Gemini CLI; no matcher takes every tool"
+        (entry,) = bridge["hooks"]
+        assert entry == {"type": "command", "command": f"hookbus gemini-cli-hook --home {home}"}
+        assert is_bridge_command(entry["command"], GEMINI_INSTALL)
+    assert "still run as well" in out.getvalue()
+    assert json.loads((tmp_path / ".gemini" / "settings.json.bak").read_text())["hooks"] == {"BeforeTool": [own]}
+    # Installed twice: nothing changes.
+    again = io.StringIO()
+    assert install_bridge(str(settings), home, host=GEMINI_INSTALL, out=again, err=io.StringIO()) == 0
+    assert "needs no change" in again.getvalue()
+
+
+def test_import_gemini_cli_without_install_bridge_says_what_it_does(tmp_path: Path, home: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text("{}")
+    result = subprocess.run(
+        [sys.executable, "-m", "hookbus", "import", "gemini-cli", str(settings), "--home", str(home)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 1
+    assert "--install-bridge" in result.stderr and "Traceback" not in result.stderr
+    dry = subprocess.run(
+        [sys.executable, "-m", "hookbus", "import", "gemini-cli", str(settings), "--install-bridge", "--dry-run", "--home", str(home)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert dry.returncode == 0 and "BeforeTool: add hookbus gemini-cli-hook" in dry.stdout
+    assert settings.read_text() == "{}"
