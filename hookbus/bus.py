@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 
-from hookbus.decision import ALLOW, FAILURES, Decision, HookResult, Outcome
+from hookbus.decision import ALLOW, FAILURES, Decision, HookFailure, HookResult, Outcome
 from hookbus.errors import (
     BusClosedError,
     EnvelopeError,
@@ -47,6 +47,7 @@ from hookbus.spec import Hook
 from hookbus.stopguard import StopMemory
 
 if TYPE_CHECKING:
+    from hookbus.explain import Explanation, RunTrace
     from concurrent.futures import Future
 
     from hookbus.prompts import PromptRequest, PromptResult
@@ -132,11 +133,9 @@ class HookBus:
         self.async_workers = async_workers
         self.shutdown_timeout = shutdown_timeout
         self._plugins, self.plugin_infos = build_plugin_manager(plugins)
-        if not self._plugins.hook.hookbus_resolve.get_hookimpls():
-            raise PluginError(
-                "no resolver plugin: the built-in 'resolver' is disabled or not installed"
-            )
         self.runners = build_runner_table(self._plugins)
+        # Without a resolver the bus still starts: list, log, plugins and validate need
+        # none, and emit fails open (the spec's rule), saying why (see _make_resolver).
         self._resolver = self._make_resolver()
         self.plugin_infos = describe_plugins(self._plugins, self.plugin_infos, self.runners)
         self._report = ReportOnce()
@@ -408,8 +407,38 @@ class HookBus:
         decision: Decision = await asyncio.wrap_future(future)
         return decision
 
+    def explain(self, event: str, envelope: Mapping[str, Any] | None = None, *, dry_run: bool = False) -> Explanation:
+        """Why each hook of the home does or does not fire for ``envelope``, what each that
+        ran said, and how they merged: an emit that reports itself (its fires are real and
+        recorded), or with ``dry_run`` only the matching, running nothing."""
+        from hookbus.explain import Explanation, match_verdicts, merge_lines
+
+        if self._closed:
+            raise BusClosedError("explain on a closed HookBus")
+        if event not in EVENTS:
+            raise UnknownEventError(unknown_event_message(event))
+        envelope = check_envelope(envelope)
+        snapshot = self._snapshot
+        verdicts, guard = match_verdicts(snapshot, event, envelope)
+        field = EVENTS[event].matcher_field
+        value = envelope.get(field) if field is not None else None
+        shown = (value if isinstance(value, str) else "") if field is not None else None
+        if dry_run:
+            return Explanation(event, field, shown, verdicts, True, None, guard=guard)
+        hooks = [snapshot.hooks[verdict.hook_id] for verdict in verdicts if verdict.runs]
+        traces: list[RunTrace] = []
+        decision = self._fire(event, envelope, hooks, snapshot.settings, traces) if hooks else ALLOW
+        by_id = {trace.hook_id: trace for trace in traces}
+        verdicts = tuple(attrs.evolve(verdict, run=by_id.get(verdict.hook_id)) for verdict in verdicts)
+        return Explanation(event, field, shown, verdicts, False, decision, merge_lines(decision, traces), guard)
+
     def _fire(
-        self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook], settings: Settings
+        self,
+        event: str,
+        envelope: Mapping[str, Any],
+        hooks: Sequence[Hook],
+        settings: Settings,
+        trace: list[RunTrace] | None = None,
     ) -> Decision:
         if self._watcher is not None:
             self._watcher.ensure_running()
@@ -436,7 +465,7 @@ class HookBus:
                 cancel.cancel(self._interrupted)
         try:
             runs = self._run_sync(sync_hooks, event, full, payload, settings, cancel)
-            decision = self._decide(event, envelope, runs)
+            decision = self._decide(event, envelope, runs, trace)
             self._stops.answered(event, envelope, decision)
             return decision
         finally:
@@ -547,8 +576,10 @@ class HookBus:
 
         names = tool_names(settings.raw)
         translated = envelope_to_claude(event, envelope, names)
-        if event in CONTINUE_EVENTS and "stop_hook_active" not in translated:
-            translated["stop_hook_active"] = self._stops.active(event, envelope)
+        if event in CONTINUE_EVENTS and "stop_hook_active" not in translated and self._stops.active(event, envelope):
+            # Only when true: a hook that finds no flag at all can tell it has no host
+            # that keeps one (and guard against looping itself, as cc-stop-gate does).
+            translated["stop_hook_active"] = True
         hook_env = {
             **dialect_environment(event, envelope, str(hook.directory), str(self.home.root)),
             **hook.spec.env,
@@ -568,8 +599,30 @@ class HookBus:
 
     def _make_resolver(self) -> Callable[[str, list[HookResult]], Any]:
         """The resolver to call per emit: a lone plain implementation directly (pluggy's
-        call machinery costs more than the merge itself), else through pluggy."""
+        call machinery costs more than the merge itself), else through pluggy.
+
+        With none (the built-in blocked, say), one that raises: each emit with sync hooks
+        then fails open through _resolve, reported once, as when a resolver breaks."""
         implementations = self._plugins.hook.hookbus_resolve.get_hookimpls()
+        if not implementations:
+            info = next((info for info in self.plugin_infos if info.name == "resolver"), None)
+            if info is not None and info.blocked:
+                why, fix = f"is {info.blocked}", "take 'resolver' out of HOOKBUS_DISABLE_PLUGINS"
+            elif info is not None and info.error:
+                why, fix = f"failed to load ({info.error})", "fix or reinstall hookbus"
+            else:
+                why, fix = "is not installed", "reinstall hookbus"
+            message = (
+                f"no resolver plugin: the built-in 'resolver' {why}, so every emit allows, "
+                f"whatever its sync hooks decide; {fix}, or install a plugin that implements "
+                "hookbus_resolve (`hookbus plugins` lists them)"
+            )
+            logger.warning("%s", message)
+
+            def unresolved(event: str, results: list[HookResult]) -> Decision:
+                raise PluginError(message)
+
+            return unresolved
         if len(implementations) == 1 and not (implementations[0].hookwrapper or implementations[0].wrapper):
             function, names = implementations[0].function, set(implementations[0].argnames)
             if names == {"event", "results"}:
@@ -605,6 +658,7 @@ class HookBus:
         event: str,
         envelope: Mapping[str, Any],
         runs: Sequence[tuple[Hook, Outcome, str, float]],
+        trace: list[RunTrace] | None = None,
     ) -> Decision:
         # ``runs`` are in hook-id order already: EventIndex.match returns them so.
         notes: dict[str, str] = {}
@@ -643,7 +697,16 @@ class HookBus:
                     note=notes.get(hook.id),
                 )
             )
-        return decision
+        if trace is not None:
+            from hookbus.explain import RunTrace
+
+            trace.extend(RunTrace(hook.id, outcome, duration, notes.get(hook.id)) for hook, outcome, _, duration in runs)
+        failed = tuple(
+            HookFailure(hook.id, outcome.error, outcome.failure or "error", closed=outcome.behavior == "deny")
+            for hook, outcome, _, _ in runs
+            if outcome.error is not None
+        )
+        return attrs.evolve(decision, failed=failed) if failed else decision
 
     @staticmethod
     def _usable_extras(event: str, hook: Hook, outcome: Outcome, notes: dict[str, str]) -> Outcome:
@@ -891,6 +954,43 @@ class HookBus:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    async def aclose(self, timeout: float | None = None) -> None:
+        """``close()`` for asyncio: it waits for the hooks and the recorders on a thread of
+        its own, so the event loop goes on running meanwhile (and no executor's queue can
+        hold it up). Cancelling the await does not stop the close."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if finished.done():
+                return
+            if error is None:
+                finished.set_result(None)
+            else:
+                finished.set_exception(error)
+
+        def run() -> None:
+            error: BaseException | None = None
+            try:
+                self.close(timeout)
+            except BaseException as exc:  # handed to the awaiting task, not lost on this thread
+                error = exc
+            try:
+                loop.call_soon_threadsafe(settle, error)
+            except RuntimeError:
+                pass  # the loop closed meanwhile: nobody is waiting
+
+        threading.Thread(target=run, name="hookbus-aclose", daemon=True).start()
+        await finished
+
+    async def __aenter__(self) -> HookBus:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 _log_redaction_installed = False

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import contextlib
     from typing import Any, Callable, Iterator, NoReturn, Sequence
 
+    from pathlib import Path
+
     from hookbus.bus import HookBus
     from hookbus.records import RunRecord
 
@@ -113,7 +115,14 @@ def _open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
 
     if quiet:
         logging.getLogger("hookbus.load").setLevel(logging.ERROR)
-    return HookBus(args.home)
+    bus = HookBus(args.home)
+    root = bus.home.root
+    if not root.is_dir():
+        _warn(
+            f"hookbus {args.verb}: the home {root} does not exist, so no hook can fire: create "
+            f"{root}/hooks/<id>/hook.json, or name another home with --home or VIX_HOME"
+        )
+    return bus
 
 
 class _Interrupts:
@@ -190,8 +199,11 @@ def decide_in_process(
     )
     with interrupts.watching(bus):
         try:
-            decision = bus.emit(event, envelope).as_dict()
+            decided = bus.emit(event, envelope)
+            decision = decided.as_dict()
             answer(decision)
+            for failure in decided.failed:
+                _warn(f"hookbus {args.verb}: {failure.line()}")
         finally:
             bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
     return decision
@@ -218,6 +230,7 @@ def decide_via_server(
     if getattr(args, "no_server", False) or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
         return None
     from hookbus.client import Client, NoServer, OtherHome, RemoteError
+    from hookbus.failures import say_server_notes
     from hookbus.protocol import SHUTTING_DOWN
     from hookbus.rendezvous import home_root
 
@@ -231,7 +244,9 @@ def decide_via_server(
         return None
     with client:
         try:
-            return client.emit(event, envelope)
+            decision = client.emit(event, envelope, failures=True)
+            say_server_notes(decision, verb, _warn)
+            return decision
         except OtherHome as exc:
             served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
             _warn(f"{verb}: the server on {client.path} serves {served}, not {home}; running in-process")
@@ -254,26 +269,17 @@ def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from hookbus.tables import Style, wants_colour
+    from hookbus.views import hook_lines, plural
+
     with _open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
-        stale = {problem.hook_id for problem in snapshot.problems if problem.kept_last_good}
-        rows = [("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE")]
-        for hook in snapshot.hooks.values():
-            spec = hook.spec
-            mode = spec.mode + (" blocking" if spec.blocking else "")
-            last = _last_run(bus, hook.id)
-            last_text = f"{last.status} {last.at}" if last else "never"
-            if last and last.error:
-                last_text += f" ({' '.join(last.error.split())[:60]})"
-            state = "enabled" if spec.enabled else "disabled"
-            if hook.id in stale:
-                state += " (last good version)"
-            rows.append(
-                (hook.id, spec.trigger.event, spec.trigger.matcher or "*", mode,
-                 spec.action_key, state, last_text)
-            )
-        if len(rows) > 1:
-            _print_table(rows)
+        broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
+        if snapshot.hooks or broken:
+            last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.hooks}
+            kept = {hook_id: _kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
+            for line in hook_lines(snapshot, last_runs, kept, Style(wants_colour())):
+                print(line)
         else:
             _say(f"no hooks in {bus.home.hooks_dir}")
         reason = snapshot.settings.disabled_reason
@@ -282,21 +288,32 @@ def cmd_list(args: argparse.Namespace) -> int:
             _say(f"all hooks are off: {reason}")
         if snapshot.problems:
             print()
-            _say("problems (skipped files, or a broken file whose last good version runs):")
+            _say(f"{plural(len(snapshot.problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
             for problem in snapshot.problems:
                 _say(f"  {problem}")
     return 0
 
 
-def _print_table(rows: Sequence[Sequence[str]]) -> None:
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
-        print("  ".join([*cells, row[-1]]).rstrip())
+def _kept_by_a_running_bus(hook_dir: Path) -> bool:
+    """Whether a bus that is running (vixd, ``hookbus serve``) keeps the last good version
+    of a hook whose file is broken: it says so in the hook's state.json."""
+    from hookbus.errors import SpecError
+    from hookbus.files import read_capped
+    from hookbus.views import KEPT_MARK
+
+    try:
+        data, _ = read_capped(hook_dir / "state.json", 1 << 20)
+        state = json.loads(data)
+    except (SpecError, ValueError):
+        return False
+    error = state.get("load_error") if isinstance(state, dict) else None
+    return isinstance(error, str) and KEPT_MARK in error
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from hookbus.layout import layout_findings
+    from hookbus.views import plural
+
     with _open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
         wanted = set(args.ids)
@@ -315,6 +332,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             _say(str(problem))
         for warning in snapshot.warnings:
             _say(f"warning: {warning}")
+        findings = [line for line in layout_findings(bus.home.hooks_dir) if not wanted or line.split(":", 1)[0].split("/", 1)[-1] in wanted]
+        for finding in findings:
+            _say(finding)
         broken = {problem.hook_id for problem in problems}
         valid = [
             hook_id
@@ -323,7 +343,37 @@ def cmd_validate(args: argparse.Namespace) -> int:
         ]
         for hook_id in valid:
             _say(f"ok  hooks/{hook_id}")
-    return 1 if failed else 0
+        if not wanted:
+            if not snapshot.hooks and not problems and not findings:
+                _say(f"no hooks in {bus.home.hooks_dir}: nothing to validate")
+            else:
+                summary = f"{plural(len(valid), 'valid hook')}, {plural(len(problems) + len(findings), 'problem')}"
+                _say(f"{summary} in {bus.home.hooks_dir}")
+    return 1 if failed or findings else 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from hookbus.eventnames import EVENT_NAMES, unknown_event_message
+    from hookbus.tables import Style, wants_colour
+    from hookbus.views import explain_lines
+
+    if args.event not in EVENT_NAMES:
+        raise UsageError(unknown_event_message(args.event))
+    envelope = _read_envelope(args.input)
+    interrupts = _Interrupts()
+    bus = _open_bus(args, quiet=True)
+    drain = max((hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0)
+    with interrupts.watching(bus):
+        try:
+            explanation = bus.explain(args.event, envelope, dry_run=args.dry_run)
+        finally:
+            bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
+    if args.json:
+        print(_json_line(explanation.as_json()))
+    else:
+        for line in explain_lines(explanation, str(bus.home.root), Style(wants_colour())):
+            print(line)
+    return interrupts.exit_code(0)
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
@@ -358,8 +408,17 @@ def format_record(record: RunRecord) -> str:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    from hookbus.tables import Style, wants_colour
+    from hookbus.views import log_header, record_line
+
+    style = Style(wants_colour())
+    header = [not args.json]
+
     def show(record: RunRecord) -> None:
-        line = _json_line(record.log_entry()) if args.json else format_record(record)
+        if header[0]:
+            print(log_header(style))
+            header[0] = False
+        line = _json_line(record.log_entry()) if args.json else record_line(record, style)
         print(line, flush=True)
 
     with _open_bus(args, quiet=True) as bus:
@@ -369,6 +428,9 @@ def cmd_log(args: argparse.Namespace) -> int:
         history = bus.read_runs(args.hook, args.limit)
         for record in history:
             show(record)
+        if not history and not args.json and not args.follow:
+            which = f" of hook {args.hook!r}" if args.hook else ""
+            _say(f"no fires{which} recorded in {bus.home.root}")
         if args.follow:
             shown = {_identity(record) for record in history}
             if bus.active_recorders[:1] == ("recorder",):
@@ -465,8 +527,10 @@ def _follow(
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """Every plugin: entry-point name, distribution and version, what it provides, status."""
+    from hookbus.tables import Style, table, wants_colour
+
     with _open_bus(args, quiet=True) as bus:
-        rows = [("NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES")]
+        rows: list[tuple[str, ...]] = []
         for info in bus.plugin_infos:
             if info.error:
                 status = f"failed: {info.error}"
@@ -480,7 +544,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             rows.append(
                 (info.name, info.distribution or "(in process)", info.version or "-", status, provides)
             )
-        _print_table(rows)
+        for line in table(rows, ("NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES"), Style(wants_colour())):
+            print(line)
         print()
         _say(f"recording with: {', '.join(bus.active_recorders) or 'nothing'}")
     return 0
@@ -504,6 +569,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from hookbus.bus import HookBus
 
     from hookbus.console import log_everything_to
+    from hookbus.views import plural
 
     log_everything_to(sys.stdout)
     stop = threading.Event()
@@ -518,8 +584,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         snapshot = bus.snapshot
         print(
             printable(
-                f"watching {bus.home.root} ({len(snapshot.hooks)} hooks loaded, "
-                f"{len(snapshot.problems)} problems); Ctrl-C to stop"
+                f"watching {bus.home.root} ({plural(len(snapshot.hooks), 'hook')} loaded, "
+                f"{plural(len(snapshot.problems), 'problem')}); Ctrl-C to stop"
             ),
             flush=True,
         )
@@ -576,6 +642,14 @@ def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=cmd_serve)
 
 
+def _add_explain(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("event", help="PreToolUse, UserPromptSubmit, Stop, ...")
+    parser.add_argument("--input", metavar="FILE|-", help=_INPUT_HELP)
+    parser.add_argument("--dry-run", action="store_true", help="only match: run no hook")
+    parser.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
+    parser.set_defaults(func=cmd_explain)
+
+
 def _add_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", nargs="*", metavar="ID", help="only these hooks (default: all)")
     parser.set_defaults(func=cmd_validate)
@@ -619,6 +693,17 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "hooks (same output, same exit codes; async hooks finish there); --no-server runs "
         "them here.",
         _add_emit,
+    ),
+    "explain": (
+        "say why each hook fires or not for an envelope, what each said, and the decision",
+        "For EVENT and the envelope from --input (a file, or - for stdin): every hook of the "
+        "home, whether it matched and if not why (kill switch, recursion guard, load error, "
+        "disabled, another event, or the matcher with the field and value it was tried on); "
+        "for those that ran, what each said, its duration and error; how the resolver merged "
+        "them; and the decision. The matched hooks run as for emit, and their fires are "
+        "recorded; --dry-run only matches. --json prints it all as one object. Exit 0, or "
+        "1 on a usage or config error.",
+        _add_explain,
     ),
     "list": ("show hooks, their state and last fire", None, _defaults(cmd_list)),
     "validate": ("check hook specs; exit 1 if any is invalid", None, _add_validate),
@@ -709,6 +794,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Lifecycle hooks for an agent daemon: hooks on disk, one decision, every fire recorded.",
         parents=[common],
     )
+    from hookbus import __version__
+
+    parser.add_argument("--version", action="version", version=f"hookbus {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb, (help_text, description, add_arguments) in VERBS.items():
         if only is not None and verb != only:

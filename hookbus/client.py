@@ -130,9 +130,14 @@ class Client:
         """Send a notification: the server runs it and answers nothing."""
         self._connected().sendall(encode(request(NO_ID, method, _with_home(params, self.home))))
 
-    def emit(self, event: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The decision for ``event``: ``{"behavior", "reason"?, "input"?, "context"?}``."""
-        result: dict[str, Any] = self.call("emit", {"event": event, "envelope": envelope or {}})
+    def emit(self, event: str, envelope: dict[str, Any] | None = None, *, failures: bool = False) -> dict[str, Any]:
+        """The decision for ``event``: ``{"behavior", "reason"?, "input"?, "context"?}``
+        and the extras. With ``failures``, also ``"failed"``: each sync hook that failed
+        (``{"hook_id", "failure", "error", "closed"}``), when any did."""
+        params: dict[str, Any] = {"event": event, "envelope": envelope or {}}
+        if failures:
+            params["failures"] = True
+        result: dict[str, Any] = self.call("emit", params)
         return result
 
     def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -267,8 +272,11 @@ class AsyncClient:
         self._writer.write(encode(request(NO_ID, method, _with_home(params, self.home))))
         await self._writer.drain()
 
-    async def emit(self, event: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call("emit", {"event": event, "envelope": envelope or {}})
+    async def emit(self, event: str, envelope: dict[str, Any] | None = None, *, failures: bool = False) -> dict[str, Any]:
+        params: dict[str, Any] = {"event": event, "envelope": envelope or {}}
+        if failures:
+            params["failures"] = True
+        result: dict[str, Any] = await self.call("emit", params)
         return result
 
     async def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import attrs
 
-from hookbus.errors import SpecError, SpecErrors
+from hookbus.errors import SpecError, SpecErrors, did_you_mean
 from hookbus.jsontext import JSON_TYPE_NAMES
 from hookbus.jsontext import json_type_name as json_type_name  # runners import it from here
 
@@ -35,13 +35,23 @@ def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[object, objec
     return structure
 
 
+#: Joins the messages of one exception that are several problems (one per unknown field):
+#: transform_error allows one message per exception. Never in a message itself: user text
+#: (keys, values) reaches messages only through repr(), which escapes it.
+_SEPARATOR = "\x00"
+
+
 def _format_exception(exc: BaseException, _type: object) -> str:
     from cattrs.errors import ForbiddenExtraKeysError
 
     if isinstance(exc, ForbiddenExtraKeysError):
-        names = ", ".join(repr(name) for name in sorted(exc.extra_fields))
-        plural = "s" if len(exc.extra_fields) > 1 else ""
-        return f"unknown field{plural} {names}"
+        # One problem per key with a did-you-mean, as hook.json's own unknown fields get.
+        known = [field.name for field in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
+        # Sorted by repr: a YAML document's keys may mix strings and integers.
+        return _SEPARATOR.join(
+            f"unknown field {name!r}{did_you_mean(name, known) if isinstance(name, str) else ''}"
+            for name in sorted(exc.extra_fields, key=repr)
+        )
     if isinstance(exc, KeyError):
         return "required field missing"
     return str(exc)
@@ -125,9 +135,11 @@ def structure(value: object, cls: type[T], location: str = "$") -> T:
         return converter.structure(value, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
         messages = cattrs.transform_error(exc, path=location, format_exception=_format_exception)
-        raise SpecErrors([_split(message) for message in messages]) from None
+        raise SpecErrors([error for message in messages for error in _split(message)]) from None
 
 
-def _split(message: str) -> SpecError:
+def _split(message: str) -> list[SpecError]:
     text, _, where = message.rpartition(" @ ")
-    return SpecError(text, where) if text else SpecError(message)
+    if not text:
+        return [SpecError(message)]
+    return [SpecError(part, where) for part in text.split(_SEPARATOR)]

@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 import attrs
 
+from hookbus.failures import FAILURES as FAILURES  # re-exported: the bus and runners read it here
+from hookbus.failures import failure_line
+
 Behavior = Literal["allow", "deny", "modify", "context"]
 BEHAVIORS: tuple[Behavior, ...] = ("allow", "deny", "modify", "context")
 #: What a hook may say about the user's permission prompt, beside its behavior (PreToolUse
@@ -25,14 +28,6 @@ def cap_text(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
     return f"{text[:limit]}\n[hookbus: truncated {len(text) - limit} more characters]"
 
 
-#: How a hook can fail, and how a fail-closed deny's reason says it.
-FAILURES: dict[str, str] = {
-    "timeout": "timed out",
-    "crash": "crashed",
-    "killed": "was killed",
-    "unparseable": "answered with something unparseable",
-    "error": "failed",
-}
 Failure = Literal["timeout", "crash", "killed", "unparseable", "error"]
 
 
@@ -71,6 +66,25 @@ class Outcome:
 
 
 @attrs.frozen
+class HookFailure:
+    """A sync hook of an emit that failed: it timed out, crashed, or answered something
+    that is no decision. It failed open (its answer counts as allow), or, with
+    ``"on_error": "deny"``, closed (``closed``: its answer is a deny)."""
+
+    hook_id: str
+    error: str
+    failure: Failure = "error"
+    closed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"hook_id": self.hook_id, "failure": self.failure, "error": self.error, "closed": self.closed}
+
+    def line(self) -> str:
+        """``hook 'lint' failed open (timed out): ...``, for a person's terminal."""
+        return failure_line(self.hook_id, self.failure, self.error, self.closed)
+
+
+@attrs.frozen
 class HookResult:
     """An outcome tagged with the hook that produced it, as the resolver receives it."""
 
@@ -95,6 +109,9 @@ class Decision:
     permission: Permission | None = None
     continue_with: str | None = None
     halt: str | None = None
+    #: The sync hooks that failed (and so failed open, or closed), in hook-id order. Not
+    #: part of ``as_dict`` nor of equality: they explain the decision, they are not it.
+    failed: tuple[HookFailure, ...] = attrs.field(default=(), eq=False)
 
     def as_dict(self) -> dict[str, Any]:
         """``{"behavior", "reason", "input", "context"}`` and the extras

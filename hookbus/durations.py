@@ -7,6 +7,7 @@ import re
 import threading
 
 from hookbus.errors import shorten
+from hookbus.jsontext import json_type_name
 
 _UNITS = {
     "ns": 1e-9,
@@ -42,6 +43,36 @@ def parse_duration(text: str, allow_zero: bool = False) -> float:
             f"{format_duration(MAX_SECONDS)} (about 292 years)"
         )
     return seconds
+
+
+def not_a_duration_message(value: object) -> str:
+    """What to say about a duration written as something other than a string. A bare
+    number is most often seconds with the unit left out, as other tools take it, so a
+    positive one is answered with the string it most likely meant."""
+    written = f"expected a string, got {json_type_name(value)}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):  # JSON true is no number
+        return written
+    expected = f'expected a duration string like "5s" or "10m", got {json_type_name(value)}'
+    # Compared before any str(): an integer of 5,000 digits cannot even be printed.
+    if not 0 < value <= MAX_SECONDS:  # NaN fails this too
+        return expected
+    suggestion = _number_text(value) + "s"
+    if len(suggestion) > 24:  # 1e-300 written out: nobody meant that many zeros
+        return expected
+    return f'{written} (did you mean "{suggestion}"?)'
+
+
+def _number_text(value: float) -> str:
+    """``value`` as plain decimal digits, as a duration needs them: ``60``, ``60.5``,
+    ``0.0001`` (never ``1e-04``, which is no duration)."""
+    if isinstance(value, int) or value.is_integer():
+        return str(int(value))
+    text = repr(value)
+    if "e" in text or "E" in text:
+        from decimal import Decimal  # only a tiny or huge float needs it
+
+        text = format(Decimal(text), "f")
+    return text
 
 
 def format_duration(seconds: float) -> str:

@@ -16,7 +16,7 @@ import pluggy
 
 from hookbus import hookspecs
 from hookbus.entrypoints import EntryPoint, entry_points
-from hookbus.errors import PluginError
+from hookbus.errors import PluginError, did_you_mean
 from hookbus.runners import RunnerTable
 
 ENTRY_POINT_GROUP = "hookbus"
@@ -88,12 +88,19 @@ def build_plugin_manager(
     environ: Mapping[str, str] | None = None,
 ) -> tuple[pluggy.PluginManager, list[PluginInfo]]:
     """A PluginManager with the hookspecs, every discovered plugin the environment allows
-    (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS) and ``extra_plugins``."""
+    (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS) and ``extra_plugins``.
+
+    PluginError, naming the plugin, when one implements a hook that is not hookbus's or
+    takes arguments its hookspec does not pass."""
     environ = os.environ if environ is None else environ
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
-    for entry_point in discover():
+    discovered = discover()
+    _warn_unknown_names(environ, [entry_point.name for entry_point in discovered])
+    #: Where each registered plugin came from, for the messages that name it.
+    origins: dict[str, str] = {}
+    for entry_point in discovered:
         reason = blocked_reason(entry_point.name, environ)
         if reason is not None:
             infos.append(
@@ -111,21 +118,99 @@ def build_plugin_manager(
             continue
         if manager.is_registered(plugin):
             continue
-        manager.register(plugin, name=entry_point.name)
+        version = f" {entry_point.version}" if entry_point.version else ""
+        origins[entry_point.name] = f"{entry_point.value}, from {entry_point.distribution}{version}"
+        _register(manager, plugin, entry_point.name, origins)
         infos.append(PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version))
+    # An in-process plugin must not take the name of an installed one, even a blocked one:
+    # `hookbus plugins` and the recorder selection tell plugins apart by name.
+    taken = {entry_point.name for entry_point in discovered}
     for plugin in extra_plugins:
         if manager.is_registered(plugin):  # an installed plugin handed in again
             name = manager.get_name(plugin)
             infos = [attrs.evolve(i, in_process=True) if i.name == name else i for i in infos]
             continue
-        name = manager.register(plugin)
-        infos.append(PluginInfo(name or repr(plugin), _module_of(plugin), in_process=True))
+        name = _in_process_name(plugin, taken)
+        taken.add(name)
+        origins[name] = f"in process, module {_module_of(plugin)}"
+        _register(manager, plugin, name, origins)
+        infos.append(PluginInfo(name, _module_of(plugin), in_process=True))
+    _check_hook_names(manager, origins)
+    return manager, infos
+
+
+def _warn_unknown_names(environ: Mapping[str, str], installed: Sequence[str]) -> None:
+    """Warn about each name in HOOKBUS_DISABLE_PLUGINS or HOOKBUS_LOAD_PLUGINS that no
+    installed plugin has: a typo there silently blocks, or loads, nothing."""
+    known = ", ".join(sorted(installed)) or "none"
+    for variable, effect in (
+        ("HOOKBUS_DISABLE_PLUGINS", "blocks nothing"),
+        ("HOOKBUS_LOAD_PLUGINS", "loads nothing"),
+    ):
+        for name in sorted(_names(environ.get(variable)) - set(installed)):
+            logger.warning(
+                "%s names %r, which is not an installed plugin, so it %s%s; installed plugins: "
+                "%s (fix the name in %s; `hookbus plugins` lists them)",
+                variable, name, effect, did_you_mean(name, installed), known, variable,
+            )
+
+
+def _in_process_name(plugin: object, taken: set[str]) -> str:
+    """A readable name for a plugin handed to ``HookBus(plugins=[...])``: a module's or a
+    class's own name, an instance's class name (pluggy would name an instance by its id()),
+    made unique with ``-2``, ``-3``, ... when two plugins share it."""
+    base = getattr(plugin, "__name__", None)
+    if not isinstance(base, str) or not base:
+        base = type(plugin).__name__
+    name, number = base, 1
+    while name in taken:
+        number += 1
+        name = f"{base}-{number}"
+    return name
+
+
+def _register(manager: pluggy.PluginManager, plugin: object, name: str, origins: Mapping[str, str]) -> None:
     try:
+        manager.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        # pluggy's message is several lines, the first naming the plugin (by id() for an
+        # object): the plugin is named here, and its lines are joined into one.
+        lines = str(exc).splitlines()
+        if lines and lines[0].startswith("Plugin "):
+            hook = lines[0].partition(" for hook ")[2]
+            lines = ([f"hook {hook}"] if hook else []) + lines[1:]
+        detail = "; ".join(line.strip() for line in lines if line.strip())
+        raise PluginError(
+            f"plugin {name!r} ({origins[name]}) does not match hookbus's hookspecs: {detail}; "
+            "fix the hook's signature (hookbus/hookspecs.py has the arguments of each hook)"
+        ) from None
+
+
+def _check_hook_names(manager: pluggy.PluginManager, origins: Mapping[str, str]) -> None:
+    """What ``check_pending`` checks (every hookimpl names a hookspec), with a message that
+    names the plugin as it was registered, says where it came from and suggests the hook it
+    meant; pluggy's own names the plugin object (``<Typo object at 0x7f...>``)."""
+    callers: dict[str, Any] = {name: caller for name, caller in vars(manager.hook).items() if not name.startswith("_")}
+    specified = sorted(name for name, caller in callers.items() if caller.has_spec())
+    for hook_name, caller in sorted(callers.items()):
+        if caller.has_spec():
+            continue
+        for implementation in caller.get_hookimpls():
+            if implementation.optionalhook:
+                continue
+            name = implementation.plugin_name
+            where = origins.get(name, _module_of(implementation.plugin))
+            raise PluginError(
+                f"plugin {name!r} ({where}) implements {hook_name!r}, which is not a hookbus "
+                f"hook{did_you_mean(hook_name, specified)}: rename it to one of the hooks in "
+                "hookbus/hookspecs.py, or mark it @hookimpl(optionalhook=True) if it is meant "
+                "for another version of hookbus"
+            )
+    try:  # anything pluggy checks that the loop above does not
         manager.check_pending()
     except pluggy.PluginValidationError as exc:
-        name = manager.get_name(exc.plugin) or repr(exc.plugin)
+        name = manager.get_name(exc.plugin) or _module_of(exc.plugin)
         raise PluginError(f"plugin {name!r}: {exc}") from None
-    return manager, infos
 
 
 def _module_of(plugin: object) -> str:

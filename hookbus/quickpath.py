@@ -200,7 +200,8 @@ def _decide(
     sock: _socket.socket, path: str, home: str, verb: str, event: str, envelope: dict[str, Any]
 ) -> dict[str, Any] | int | _Handover:
     """The server's decision; or an exit code, the failure said; or who takes over."""
-    message = {"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": event, "envelope": envelope, "home": home}}
+    params = {"event": event, "envelope": envelope, "home": home, "failures": True}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "emit", "params": params}
     try:
         line = (dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     except (LeanJSONError, UnicodeEncodeError):
@@ -221,6 +222,7 @@ def _decide(
         if result.__class__ is not dict:
             return _failed(verb, f"the server on {path} failed before answering (its hooks may have run): it sent no decision")
         decision: dict[str, Any] = result
+        _say_what_it_said(decision, verb)
         return decision
     code = error.get("code") if error.__class__ is dict else None
     if code == _SHUTTING_DOWN:
@@ -233,6 +235,14 @@ def _decide(
     if code == _INTERNAL_ERROR or error.__class__ is not dict:
         return _failed(verb, str(error.get("message", "")) if error.__class__ is dict else f"the server sent a malformed error: {error!r:.200}")
     return _FULL  # nothing ran: the full command line asks again and explains the answer
+
+
+def _say_what_it_said(decision: dict[str, Any], verb: str) -> None:
+    """Take ``problems`` and ``failed`` out of a server's answer, and say them on stderr
+    as an in-process emit says them (``hookbus.failures.say_server_notes``)."""
+    from hookbus.failures import say_server_notes
+
+    say_server_notes(decision, f"hookbus {verb}", _warn)
 
 
 def _read_line(sock: _socket.socket, path: str) -> bytes:

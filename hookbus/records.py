@@ -21,6 +21,12 @@ def utc_timestamp(epoch: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int((moment - seconds) * 1000):03d}Z"
 
 
+def _to_microseconds(seconds: float) -> float:
+    """A duration as the audit log stores it (``duration_ms`` to three decimals): so a
+    record handed back by ``bus.trigger`` equals the one ``bus.read_runs`` reads later."""
+    return round(float(seconds), 6)
+
+
 @attrs.frozen
 class RunRecord:
     """One fire of one hook, as every recorder receives it."""
@@ -31,8 +37,8 @@ class RunRecord:
     #: "sync" or "async"; a manual trigger is "async".
     mode: str
     status: Status
-    #: Seconds the run took.
-    duration: float
+    #: Seconds the run took, to the microsecond (as stored).
+    duration: float = attrs.field(converter=_to_microseconds)
     error: str | None = None
     thread_id: str | None = None
     #: The hook's own decision: behavior, reason, input, context (null keys left out).

@@ -52,8 +52,11 @@ class ServerBusy(ConnectionError):
 
 
 def home_root(explicit: str | os.PathLike[str] | None = None) -> str:
-    """The home's absolute path: ``explicit``, else ``$VIX_HOME``, else ``~/.vix``."""
-    chosen = os.fspath(explicit) if explicit is not None else os.environ.get("VIX_HOME") or "~/.vix"
+    """The home's absolute path: ``explicit``, else ``$VIX_HOME``, else ``~/.vix``. An empty
+    one is no choice, as an empty variable is none: ``--home ''`` means what
+    ``VIX_HOME=''`` does (not the working directory)."""
+    given = os.fspath(explicit) if explicit is not None else ""
+    chosen = given or os.environ.get("VIX_HOME") or "~/.vix"
     expanded = os.path.expanduser(chosen)
     return expanded if os.path.isabs(expanded) else os.path.join(os.getcwd(), expanded)
 

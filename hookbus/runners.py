@@ -31,6 +31,21 @@ def check_runnable(text: str, what: str = "a command") -> None:
         raise SpecError(f"{what} cannot hold a NUL character (\\u0000): remove it")
 
 
+#: ``$NAME`` or ``${NAME}``, as os.path.expandvars reads them.
+_VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})", re.ASCII)
+
+
+def expand_variables(text: str, variables: Mapping[str, str]) -> str:
+    """``text`` with ``$NAME`` and ``${NAME}`` replaced from ``variables``; a name that is
+    not there is left as written, as os.path.expandvars leaves it."""
+
+    def replace(found: re.Match[str]) -> str:
+        name = found.group(1)
+        return variables.get(name[1:-1] if name.startswith("{") else name, found.group())
+
+    return _VARIABLE.sub(replace, text)
+
+
 _NOT_IN_ENVIRONMENT = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -183,7 +198,8 @@ class HookCall:
 
     def working_directory(self) -> Path:
         """The spec's cwd: ``""`` is the envelope's cwd if it exists, else the hook's directory;
-        ``~`` and ``$VARS`` are expanded; a relative path is taken from the hook's directory.
+        ``$VARS`` (from the hook's own environment, so ``$HOOKBUS_HOOK_DIR`` too) and ``~``
+        are expanded; a relative path is taken from the hook's directory.
         """
         configured = self.hook.spec.cwd
         if not configured:
@@ -191,7 +207,11 @@ class HookCall:
             if isinstance(envelope_cwd, str) and envelope_cwd and os.path.isdir(envelope_cwd):
                 return Path(envelope_cwd)
             return self.hook.directory
-        expanded = Path(os.path.expanduser(os.path.expandvars(configured)))
+        if "$" in configured:
+            # Not os.path.expandvars: it reads the daemon's environment, which has none of
+            # the HOOKBUS_ variables the command itself can use.
+            configured = expand_variables(configured, self.environment())
+        expanded = Path(os.path.expanduser(configured))
         return expanded if expanded.is_absolute() else self.hook.directory / expanded
 
 

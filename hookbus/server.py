@@ -93,7 +93,7 @@ def _params(params: dict[str, Any], required: dict[str, type], optional: dict[st
             raise ProtocolError(INVALID_PARAMS, f"invalid params: {name!r} is missing")
     for name, kind in [*required.items(), *optional.items()]:
         if name in params and not isinstance(params[name], kind):
-            wanted = "a string" if kind is str else "an object"
+            wanted = {str: "a string", bool: "true or false"}.get(kind, "an object")
             raise ProtocolError(INVALID_PARAMS, f"invalid params: {name!r} must be {wanted}")
 
 
@@ -328,9 +328,23 @@ class HookServer:
     # -- methods ----------------------------------------------------------------------
 
     def _emit(self, params: dict[str, Any]) -> _Answer:
-        _params(params, {"event": str}, {"envelope": dict})
+        _params(params, {"event": str}, {"envelope": dict, "failures": bool})
         future = self.bus.submit(params["event"], params.get("envelope"))
-        return _Pending(future, _decision_json)
+        return _Pending(future, self._decision_with_failures_json if params.get("failures") else _decision_json)
+
+    def _decision_with_failures_json(self, decision: Any) -> Any:
+        """The decision, with what an in-process ``hookbus emit`` would say on stderr:
+        ``failed``, the sync hooks that failed, and ``problems``, what loading the home
+        reported; each only when there is any."""
+        answer = decision.as_dict()
+        if decision.failed:
+            answer["failed"] = [failure.as_dict() for failure in decision.failed]
+        snapshot = self.bus.snapshot
+        problems = [f"{'kept' if problem.kept_last_good else 'skipped'} {problem}" for problem in snapshot.problems]
+        problems += [f"warning: {warning}" for warning in snapshot.warnings]
+        if problems:
+            answer["problems"] = problems
+        return answer
 
     def _trigger(self, params: dict[str, Any]) -> _Answer:
         _params(params, {"hook_id": str}, {"envelope": dict})
@@ -370,6 +384,7 @@ class HookServer:
 
 def _decision_json(decision: Any) -> Any:
     return decision.as_dict()
+
 
 
 def _record_json(record: Any) -> Any:

@@ -10,7 +10,7 @@ import attrs
 
 from hookbus.converter import structure
 from hookbus.jsontext import json_type_name
-from hookbus.durations import parse_duration
+from hookbus.durations import not_a_duration_message, parse_duration
 from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot, shorten
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
 from hookbus.claude_names import claude_matcher, tool_names
@@ -326,6 +326,10 @@ def parse_hook(
         if key in base and base[key] is None:  # the model's None is "absent", not JSON null
             errors.append(SpecError("expected a string, got null", f"$.{key}"))
             del base[key]
+    if not isinstance(base.get("timeout", ""), str):
+        # The converter would only say "expected a string"; `"timeout": 60` deserves the
+        # string it most likely meant.
+        errors.append(SpecError(not_a_duration_message(base.pop("timeout")), "$.timeout"))
     fields: _SpecFields | None = None
     try:
         fields = _structure_fields(base)

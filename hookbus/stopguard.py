@@ -5,8 +5,9 @@ is stopping again after a Stop hook made it go on, so that a gate that keeps the
 going once lets the next stop through. vixd's envelope has no such field, and without it
 such a gate would never let the agent stop. So the bus remembers, for each thread (and
 subagent), whether it answered its last stop with ``continue_with``; a ``claude-code``
-dialect hook then sees ``stop_hook_active`` as Claude Code would set it, unless the
-envelope says already.
+dialect hook then sees ``stop_hook_active: true`` where Claude Code would send it, unless
+the envelope says already. Where the bus knows of no such stop, the field is left out
+rather than false: a hook that finds no flag knows its host keeps none.
 """
 
 from __future__ import annotations

@@ -115,7 +115,9 @@ def test_a_settings_file_becomes_one_valid_hook_per_entry(settings: Path, target
     # hookbus itself loads every one of them.
     validated = run("validate", "--home", str(target))
     assert validated.returncode == 0, validated.stdout
-    assert sorted(line.split()[-1] for line in validated.stdout.splitlines()) == [f"hooks/{i}" for i in sorted(EXPECTED_IDS)]
+    *oks, summary = validated.stdout.splitlines()
+    assert sorted(line.split()[-1] for line in oks) == [f"hooks/{i}" for i in sorted(EXPECTED_IDS)]
+    assert summary.startswith(f"{len(EXPECTED_IDS)} valid hooks, no problems in ")
 
 
 def test_the_written_specs_say_exactly_what_claude_code_meant(settings: Path, target: Path) -> None:

@@ -316,7 +316,7 @@ def test_validate_all_valid_exits_0(tmp_path, home, write_hook):
     result = run_cli(tmp_path, "validate", home=home)
 
     assert result.returncode == 0
-    assert result.stdout == "ok  hooks/good\nok  hooks/quiet\n"
+    assert result.stdout == f"ok  hooks/good\nok  hooks/quiet\n2 valid hooks, no problems in {home / 'hooks'}\n"
     assert result.stderr == ""
 
 
@@ -391,15 +391,16 @@ def test_list_shows_hooks_last_status_and_skipped(tmp_path, home, write_hook, fl
     assert result.returncode == 0
     header = result.stdout.splitlines()[0]
     assert re.split(r" {2,}", header) == [
-        "ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE"
+        "ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR"
     ]
     rows = table_rows(result.stdout)
-    assert set(rows) == {"good", "quiet"}
+    assert set(rows) == {"good", "quiet", "bad"}
     assert rows["good"] == [
         "good", "PreToolUse", "*", "sync blocking", "command", "enabled", f"deny {entry['at']}"
     ]
     assert rows["quiet"] == ["quiet", "Stop", "*", "async", "command", "enabled", "never"]
-    skipped = result.stdout.split("problems (skipped files, or a broken file whose last good version runs):\n")[1]
+    assert rows["bad"][:6] == ["bad", "?", "?", "?", "?", "broken (not loaded)"]  # shown, with its error
+    skipped = result.stdout.split("1 problem (skipped files, or a broken file whose last good version runs):\n")[1]
     assert skipped == f"  {INVALID_BLOCKING}\n"
 
 
@@ -486,7 +487,8 @@ def test_log_shows_every_fire(tmp_path, fired_home):
     result = run_cli(tmp_path, "log", home=fired_home)
 
     assert result.returncode == 0
-    lines = result.stdout.splitlines()
+    header, *lines = result.stdout.splitlines()
+    assert header.split() == ["AT", "EVENT", "HOOK", "MODE", "STATUS", "TOOK", "SAID", "ERROR"]
     assert [line.split()[:5] for line in lines] == [
         [entries[0]["at"], "PreToolUse", "guard", "sync", "deny"],
         [entries[1]["at"], "Stop", "noter", "sync", "context"],
@@ -506,7 +508,7 @@ def test_log_hook_filters_and_json_is_the_raw_lines(tmp_path, fired_home):
     raw_guard = run_cli(tmp_path, "log", "--json", "--hook", "guard", home=fired_home)
 
     assert only.returncode == raw.returncode == raw_guard.returncode == 0
-    assert [line.split()[2] for line in only.stdout.splitlines()] == ["noter", "noter"]
+    assert [line.split()[2] for line in only.stdout.splitlines()[1:]] == ["noter", "noter"]
     assert [json.loads(line) for line in raw.stdout.splitlines()] == entries
     assert [json.loads(line) for line in raw_guard.stdout.splitlines()] == entries[:1]
 

@@ -558,6 +558,28 @@ def test_cwd_variables_are_expanded(
     assert fired.decision.context == resolved(target)
 
 
+@pytest.mark.parametrize("spelling", ["$HOOKBUS_HOOK_DIR/sub", "${HOOKBUS_HOOK_DIR}/sub"])
+def test_cwd_expands_the_hook_directory_variable(
+    fire: Fire, write_hook: HookWriter, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """Was: HOOKBUS_HOOK_DIR is set for the command but not in the daemon, so the cwd
+    stayed a literal "$HOOKBUS_HOOK_DIR/sub" under the hook's directory and the hook failed."""
+    monkeypatch.delenv("HOOKBUS_HOOK_DIR", raising=False)
+    hook_dir = write_hook(HOOK_ID, command="true").parent
+    (hook_dir / "sub").mkdir()
+    fired = fire(PWD, cwd=spelling)
+    assert fired.error is None
+    assert fired.decision.context == resolved(hook_dir / "sub")
+
+
+def test_cwd_expands_the_specs_own_env(fire: Fire, tmp_path: Path) -> None:
+    """The variables of the spec's env are the command's, so the cwd sees them too."""
+    target = tmp_path / "from-env"
+    target.mkdir()
+    fired = fire(PWD, cwd="$HOOKBUS_TEST_WORK", env={"HOOKBUS_TEST_WORK": str(target)})
+    assert fired.decision.context == resolved(target)
+
+
 def test_cwd_relative_is_taken_from_the_hook_directory(
     fire: Fire, write_hook: HookWriter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

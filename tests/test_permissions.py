@@ -758,7 +758,8 @@ def test_validate_reports_a_loose_hooks_directory(home: Path, tmp_path: Path, wr
     assert result.stdout.splitlines() == [
         f"hooks: is writable by group and others (mode 0777), who could then decide what runs "
         f"as you: run `chmod go-w {home / 'hooks'}` (or set \"hooks_strict_modes\": false in "
-        f"settings.json); no hook is loaded from it"
+        f"settings.json); no hook is loaded from it",
+        f"no valid hooks, 1 problem in {home / 'hooks'}",
     ]
 
 

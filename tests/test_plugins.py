@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import logging
+import os
+import subprocess
+import sys
+import types
 from pathlib import Path
 from typing import Any, Callable
 
@@ -73,7 +78,7 @@ def test_a_third_party_runner_claims_its_spec_key(
     assert problems == [
         "hooks/bad/hook.json: expected true or false, got a string @ $.echo.upper",
         "hooks/bad/hook.json: required field missing @ $.echo.text",
-        "hooks/bad/hook.json: unknown field 'txt' @ $.echo",
+        "hooks/bad/hook.json: unknown field 'txt' (did you mean 'text'?) @ $.echo",
     ]
 
 
@@ -116,6 +121,74 @@ def test_a_misspelled_hookimpl_is_reported_with_the_plugin_name(home: Path) -> N
     with pytest.raises(PluginError, match="hookbus_recrod") as info:
         HookBus(home, plugins=[Typo()])
     assert "plugin '" in str(info.value)
+
+
+class Recod:
+    @hookimpl
+    def hookbus_recod(self, record: Any) -> None:
+        pass
+
+
+def test_a_misspelled_hookimpl_of_an_object_names_its_class_not_its_id(home: Path) -> None:
+    with pytest.raises(PluginError) as info:
+        HookBus(home, plugins=[Recod()])
+    message = str(info.value)
+    assert message.startswith(
+        f"plugin 'Recod' (in process, module {__name__}) implements 'hookbus_recod', which is "
+        "not a hookbus hook (did you mean 'hookbus_record'?): rename it"
+    )
+    assert str(id(info.value)) not in message and " at 0x" not in message
+
+
+def test_a_misspelled_hookimpl_of_a_module_names_the_module(home: Path) -> None:
+    @hookimpl
+    def hookbus_recod(record: Any) -> None:
+        pass
+
+    module = types.ModuleType("my_recorder")
+    module.hookbus_recod = hookbus_recod  # type: ignore[attr-defined]
+    with pytest.raises(PluginError, match=r"^plugin 'my_recorder' \(in process, module my_recorder\) implements 'hookbus_recod'"):
+        HookBus(home, plugins=[module])
+
+
+def test_a_misspelled_hookimpl_of_an_installed_plugin_names_its_entry_point(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hookbus.plugins
+    from hookbus.entrypoints import EntryPoint
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins"))
+    installed = hookbus.plugins.discover()
+    typo = EntryPoint("typo", "hookbus_typo_fixture", "hookbus-typo", "1.0")
+    monkeypatch.setattr(hookbus.plugins, "discover", lambda: [*installed, typo])
+    with pytest.raises(PluginError) as info:
+        HookBus(home)
+    assert str(info.value).startswith(
+        "plugin 'typo' (hookbus_typo_fixture, from hookbus-typo 1.0) implements 'hookbus_recod', "
+        "which is not a hookbus hook (did you mean 'hookbus_record'?)"
+    )
+
+
+def test_a_hookimpl_taking_an_argument_its_hookspec_lacks_names_the_plugin(home: Path) -> None:
+    class Recrd:
+        @hookimpl
+        def hookbus_record(self, recrd: Any) -> None:
+            pass
+
+    with pytest.raises(PluginError) as info:
+        HookBus(home, plugins=[Recrd(), Recrd()])
+    message = str(info.value)
+    assert message.startswith("plugin 'Recrd' (in process, module ")
+    assert "hook 'hookbus_record'" in message and "{'recrd'}" in message
+    assert "\n" not in message and " at 0x" not in message
+
+
+def test_in_process_objects_of_one_class_get_names_of_their_own(home: Path, make_bus: Maker) -> None:
+    first, second = ListRecorder(), ListRecorder()
+    bus = make_bus(plugins=[first, second])
+    names = [info.name for info in bus.plugin_infos if info.in_process]
+    assert names == ["ListRecorder", "ListRecorder-2"]
+    assert set(names) <= set(bus.active_recorders)
 
 
 def test_a_runner_that_raises_fails_open_with_the_error_recorded(
@@ -181,10 +254,128 @@ def test_load_plugins_restricts_to_the_listed_ones(
     assert infos["prompt"].blocked == "not listed in HOOKBUS_LOAD_PLUGINS"
 
 
-def test_the_resolver_cannot_be_disabled(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def hookbus_messages(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "hookbus" and r.levelno == level]
+
+
+NO_RESOLVER = (
+    "no resolver plugin: the built-in 'resolver' is blocked by HOOKBUS_DISABLE_PLUGINS, so "
+    "every emit allows, whatever its sync hooks decide; take 'resolver' out of "
+    "HOOKBUS_DISABLE_PLUGINS, or install a plugin that implements hookbus_resolve "
+    "(`hookbus plugins` lists them)"
+)
+
+
+def test_without_the_resolver_the_bus_starts_and_emits_fail_open(
+    home: Path, write_hook: Writer, make_bus: Maker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The spec's rule, as for a resolver that breaks: the action proceeds, the hooks' fires
+    are recorded, and the log says why their decisions were ignored."""
+    caplog.set_level(logging.WARNING, logger="hookbus")
     monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "resolver")
-    with pytest.raises(PluginError, match="no resolver plugin"):
-        HookBus(home)
+    write_hook("d", event="PreToolUse", mode="sync", blocking=True, command="echo no >&2; exit 2")
+    bus = make_bus()
+    assert infos_by_name(bus)["resolver"].blocked == "blocked by HOOKBUS_DISABLE_PLUGINS"
+    assert hookbus_messages(caplog, logging.WARNING) == [NO_RESOLVER]
+    assert bus.emit("PreToolUse", {"tool_name": "bash"}).behavior == "allow"
+    assert [r.status for r in bus.read_runs("d")] == ["deny"]
+    assert hookbus_messages(caplog, logging.ERROR) == [
+        f"the resolver raised PluginError: {NO_RESOLVER}; failing open (reported once until it recovers)"
+    ]
+
+
+def test_without_the_resolver_list_log_and_plugins_work_and_emit_allows(
+    home: Path, write_hook: Writer, tmp_path: Path
+) -> None:
+    write_hook("d", event="PreToolUse", mode="sync", blocking=True, command="echo no >&2; exit 2")
+    env = {**os.environ, "HOME": str(tmp_path), "HOOKBUS_DISABLE_PLUGINS": "resolver"}
+    env.pop("VIX_HOME", None)
+    env.pop("VIX_DISABLE_HOOKS", None)
+
+    def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "hookbus", *args, "--home", str(home)]
+        return subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=60)
+
+    for verb in ("list", "log", "plugins"):
+        result = run(verb)
+        assert result.returncode == 0, (verb, result.stderr)
+        assert result.stderr == f"hookbus: {NO_RESOLVER}\n", verb
+    assert "d" in run("list").stdout
+    emitted = run("emit", "PreToolUse", stdin='{"tool_name": "bash"}')
+    assert emitted.returncode == 0, emitted.stderr
+    assert json.loads(emitted.stdout)["behavior"] == "allow"
+    assert f"hookbus: the resolver raised PluginError: {NO_RESOLVER}; failing open" in emitted.stderr
+    assert "Traceback" not in emitted.stderr
+    assert run("log").stdout.count("PreToolUse") == 1  # the fire was recorded
+
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        (
+            "HOOKBUS_DISABLE_PLUGINS",
+            "prompt, promt",
+            "HOOKBUS_DISABLE_PLUGINS names 'promt', which is not an installed plugin, so it blocks "
+            "nothing (did you mean 'prompt'?); installed plugins: {installed} (fix the name in "
+            "HOOKBUS_DISABLE_PLUGINS; `hookbus plugins` lists them)",
+        ),
+        (
+            "HOOKBUS_DISABLE_PLUGINS",
+            "nosuch",
+            "HOOKBUS_DISABLE_PLUGINS names 'nosuch', which is not an installed plugin, so it blocks "
+            "nothing; installed plugins: {installed} (fix the name in HOOKBUS_DISABLE_PLUGINS; "
+            "`hookbus plugins` lists them)",
+        ),
+        (
+            "HOOKBUS_LOAD_PLUGINS",
+            "workflw",
+            "HOOKBUS_LOAD_PLUGINS names 'workflw', which is not an installed plugin, so it loads "
+            "nothing (did you mean 'workflow'?); installed plugins: {installed} (fix the name in "
+            "HOOKBUS_LOAD_PLUGINS; `hookbus plugins` lists them)",
+        ),
+    ],
+    ids=["disable-typo", "disable-unknown", "load-typo"],
+)
+def test_an_unknown_plugin_name_in_the_environment_is_warned(
+    variable: str,
+    value: str,
+    expected: str,
+    make_bus: Maker,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import hookbus.plugins
+
+    installed = ", ".join(sorted(ep.name for ep in hookbus.plugins.discover()))
+    caplog.set_level(logging.WARNING, logger="hookbus")
+    monkeypatch.setenv(variable, value)
+    make_bus()
+    assert hookbus_messages(caplog, logging.WARNING) == [expected.format(installed=installed)]
+
+
+def test_known_plugin_names_in_the_environment_are_not_warned(
+    make_bus: Maker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="hookbus")
+    monkeypatch.setenv("HOOKBUS_DISABLE_PLUGINS", "prompt")
+    monkeypatch.setenv("HOOKBUS_LOAD_PLUGINS", "workflow, http")
+    make_bus()
+    assert hookbus_messages(caplog, logging.WARNING) == []
+
+
+def test_hookbus_plugins_warns_of_an_unknown_name_and_still_lists(home: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "HOOKBUS_DISABLE_PLUGINS": "recordr"}
+    result = subprocess.run(
+        [sys.executable, "-m", "hookbus", "plugins", "--home", str(home)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(
+        "hookbus: HOOKBUS_DISABLE_PLUGINS names 'recordr', which is not an installed plugin, so "
+        "it blocks nothing (did you mean 'recorder'?); installed plugins: command, "
+    )
+    assert "recorder  " in result.stdout and "blocked" not in result.stdout
 
 
 def test_what_each_built_in_provides(make_bus: Maker) -> None:

@@ -344,7 +344,12 @@ INVALID_PROVIDERS = [
     (
         "typo",
         {"base_url": "http://127.0.0.1:9/v1", "model": "m1", "modle": "m2"},
-        "settings.json: unknown field 'modle' @ $.prompt_provider",
+        "settings.json: unknown field 'modle' (did you mean 'model'?) @ $.prompt_provider",
+    ),
+    (
+        "typo-with-no-close-field",
+        {"base_url": "http://127.0.0.1:9/v1", "model": "m1", "temperature": 0},
+        "settings.json: unknown field 'temperature' @ $.prompt_provider",
     ),
     (
         "no-model",
@@ -388,6 +393,24 @@ def test_an_invalid_provider_is_a_path_qualified_problem(
     assert bus.emit("PreToolUse", ENVELOPE).behavior == "allow"
     state, _ = last_run(bus, home, "judge")
     assert state["last_error"].startswith("settings.json prompt_provider is invalid: ")
+
+
+@pytest.mark.timeout(30)
+def test_each_unknown_provider_field_is_its_own_problem_with_a_did_you_mean(
+    home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    """Was: "unknown field 'modle' @ $.prompt_provider" with no hint, where hook.json's own
+    unknown fields say what was probably meant; several came as one "unknown fields" line."""
+    provider = {"bse_url": "http://127.0.0.1:9/v1", "modle": "m1", "api_key_env": "K", "zzz": 1}
+    (home / "settings.json").write_text(json.dumps({"prompt_provider": provider}))
+    sync_prompt_hook(write_hook)
+    assert sorted(str(problem) for problem in make_bus().problems) == [
+        "settings.json: required field missing @ $.prompt_provider.base_url",
+        "settings.json: required field missing @ $.prompt_provider.model",
+        "settings.json: unknown field 'bse_url' (did you mean 'base_url'?) @ $.prompt_provider",
+        "settings.json: unknown field 'modle' (did you mean 'model'?) @ $.prompt_provider",
+        "settings.json: unknown field 'zzz' @ $.prompt_provider",
+    ]
 
 
 # -- an embedder's provider ------------------------------------------------------------------

@@ -218,6 +218,22 @@ def test_the_extras_of_a_decision_are_in_the_schema(home: Path, write_hook: Writ
     assert halted == {"behavior": "allow", "halt": "over budget"}
 
 
+def test_failures_and_problems_are_answered_when_asked_for(home: Path, write_hook: Writer) -> None:
+    write_hook("slow", matcher="bash", mode="sync", timeout="200ms", command="sleep 5")
+    write_hook("typo", command="exit 0", blockng=True)
+    with Served(home) as served, Wire(served.wait_ready()) as wire:
+        plain = wire.call(1, "emit", {"event": "PreToolUse", "envelope": BASH})["result"]
+        asked = wire.call(2, "emit", {"event": "PreToolUse", "envelope": BASH, "failures": True})["result"]
+        refused_line = {"jsonrpc": "2.0", "id": 3, "method": "emit", "params": {"event": "PreToolUse", "failures": "yes"}}
+        refused(refused_line)  # the schema says no, and so does the server:
+        wire.send_bytes(json.dumps(refused_line).encode() + b"\n")
+        answer = wire.response()
+    assert plain == {"behavior": "allow"}
+    assert asked["failed"] == [{"hook_id": "slow", "failure": "timeout", "error": "timed out after 200ms", "closed": False}]
+    assert asked["problems"] == ["skipped hooks/typo/hook.json: unknown field 'blockng' (did you mean 'blocking'?) @ $"]
+    assert error_of(answer) == (3, INVALID_PARAMS) and "'failures' must be true or false" in answer["error"]["message"]
+
+
 @pytest.mark.timeout(60)
 def test_each_error_a_client_can_cause_is_answered_as_the_schema_describes(
     home: Path, write_hook: Writer, tmp_path: Path

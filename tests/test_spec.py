@@ -181,6 +181,49 @@ def test_all_problems_of_a_file_are_reported(
     }
 
 
+NUMBER_TIMEOUTS: list[tuple[str, str, str]] = [
+    # (how it is written in JSON, in YAML, what it is answered with)
+    ("60", "60", 'expected a string, got an integer (did you mean "60s"?)'),
+    ("60.5", "60.5", 'expected a string, got a number (did you mean "60.5s"?)'),
+    ("0.25", "0.25", 'expected a string, got a number (did you mean "0.25s"?)'),
+    ("1e-7", "1.0e-7", 'expected a string, got a number (did you mean "0.0000001s"?)'),
+    ("0", "0", 'expected a duration string like "5s" or "10m", got an integer'),
+    ("-5", "-5", 'expected a duration string like "5s" or "10m", got an integer'),
+    ("-0.5", "-0.5", 'expected a duration string like "5s" or "10m", got a number'),
+    ("1e300", "1.0e+300", 'expected a duration string like "5s" or "10m", got a number'),
+]
+
+
+@pytest.mark.parametrize("kind", ["json", "yaml"])
+@pytest.mark.parametrize(("as_json", "as_yaml", "message"), NUMBER_TIMEOUTS, ids=[row[0] for row in NUMBER_TIMEOUTS])
+def test_a_timeout_written_as_a_number_is_answered_with_the_string_meant(
+    write_hook: Callable[..., Path],
+    make_bus: Callable[..., HookBus],
+    kind: str,
+    as_json: str,
+    as_yaml: str,
+    message: str,
+) -> None:
+    """Was: `"timeout": 60` only said "expected a string, got an integer", leaving the
+    user to guess that a unit was missing. Zero and negatives are no duration at all, so
+    they get no guess."""
+    if kind == "json":
+        write_hook("x", raw='{"trigger": {"event": "Stop"}, "command": "true", "timeout": %s}' % as_json)
+    else:
+        write_hook("x", name="hook.yaml", raw=f"trigger: {{event: Stop}}\ncommand: 'true'\ntimeout: {as_yaml}\n")
+    assert [str(p) for p in make_bus().problems] == [f"hooks/x/hook.{kind}: {message} @ $.timeout"]
+
+
+def test_a_number_timeout_is_reported_beside_the_other_problems(
+    write_hook: Callable[..., Path], make_bus: Callable[..., HookBus]
+) -> None:
+    write_hook("x", raw=json.dumps(with_changes(timeout=60, enabled="no")))
+    assert {str(p) for p in make_bus().problems} == {
+        'hooks/x/hook.json: expected a string, got an integer (did you mean "60s"?) @ $.timeout',
+        "hooks/x/hook.json: expected true or false, got a string @ $.enabled",
+    }
+
+
 def test_defaults(write_hook: Callable[..., Path], make_bus: Callable[..., HookBus]) -> None:
     write_hook("a", raw=json.dumps({"trigger": {"event": "Stop"}, "command": "true"}))
     write_hook("s", raw=json.dumps({"trigger": {"event": "Stop"}, "mode": "sync", "command": "true"}))

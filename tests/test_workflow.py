@@ -408,8 +408,27 @@ def test_a_workflow_id_naming_no_workflow_is_a_problem(home: Path, write_hook: W
     assert problem.path == "hooks/wf/hook.json"
     assert problem.location == "$.workflow_id"
     assert str(problem) == (
-        "hooks/wf/hook.json: names no workflow in config/workflow.json; defined: other @ $.workflow_id"
+        "hooks/wf/hook.json: workflow_id 'fast-veto' names no workflow in config/workflow.json; "
+        "defined: 'other' @ $.workflow_id"
     )
+
+
+@pytest.mark.timeout(30)
+def test_a_misspelled_workflow_id_names_itself_and_the_one_meant(
+    home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    """Was: "names no workflow in config/workflow.json; defined: format, test", without the
+    id it looked for or which one was probably meant."""
+    write_config(home, {name: {"steps": [{"bash": "true"}]} for name in ("test", "lint-all", "format")})
+    write_hook("wf", mode="sync", workflow_id="lint-al")
+    write_hook("far", mode="sync", workflow_id="deploy")
+    problems = {p.hook_id: str(p) for p in make_bus().problems}
+    assert problems == {
+        "wf": "hooks/wf/hook.json: workflow_id 'lint-al' names no workflow in config/workflow.json; "
+        "defined: 'format', 'lint-all', 'test' (did you mean 'lint-all'?) @ $.workflow_id",
+        "far": "hooks/far/hook.json: workflow_id 'deploy' names no workflow in config/workflow.json; "
+        "defined: 'format', 'lint-all', 'test' @ $.workflow_id",
+    }
 
 
 @pytest.mark.timeout(30)
@@ -417,8 +436,8 @@ def test_a_workflow_id_without_any_config_is_a_problem(home: Path, write_hook: W
     write_hook("wf", mode="sync", workflow_id="fast-veto")
     bus = make_bus()
     assert problem_strings(bus) == [
-        "hooks/wf/hook.json: names no workflow in config/workflow.json (which does not exist); "
-        "defined: none @ $.workflow_id"
+        "hooks/wf/hook.json: workflow_id 'fast-veto' names no workflow in config/workflow.json "
+        "(which does not exist); defined: none @ $.workflow_id"
     ]
 
 
@@ -489,7 +508,11 @@ INVALID_DEFINITIONS = [
     ("neither-kind", {"steps": [{"name": "x"}]}, 'a step needs "bash" or "prompt"', ".steps[0]"),
     ("bad-timeout", {"steps": [{"bash": "true", "timeout": "5 seconds"}]}, "invalid duration '5 seconds'", ".steps[0].timeout"),
     ("zero-timeout", {"steps": [{"bash": "true", "timeout": "0s"}]}, "invalid duration '0s'", ".steps[0].timeout"),
-    ("timeout-not-a-string", {"steps": [{"bash": "true", "timeout": 5}]}, "expected a string", ".steps[0].timeout"),
+    ("timeout-not-a-string", {"steps": [{"bash": "true", "timeout": [5]}]}, "expected a string, got an array", ".steps[0].timeout"),
+    # Was: only "expected a string"; a bare number is seconds with the unit left out.
+    ("timeout-a-number", {"steps": [{"bash": "true", "timeout": 5}]}, 'expected a string, got an integer (did you mean "5s"?)', ".steps[0].timeout"),
+    ("timeout-a-fraction", {"steps": [{"bash": "true", "timeout": 1.5}]}, 'expected a string, got a number (did you mean "1.5s"?)', ".steps[0].timeout"),
+    ("timeout-a-negative-number", {"steps": [{"bash": "true", "timeout": -1}]}, 'expected a duration string like "5s" or "10m", got an integer', ".steps[0].timeout"),
     ("empty-bash", {"steps": [{"bash": "  "}]}, "must not be empty", ".steps[0].bash"),
     ("step-not-an-object", {"steps": ["echo hi"]}, "expected a step object", ".steps[0]"),
     ("unknown-step-field", {"steps": [{"bash": "true", "timout": "1s"}]}, "unknown field 'timout'", ".steps[0]"),
@@ -556,7 +579,7 @@ def test_editing_the_config_reloads_workflow_id_hooks(home: Path, write_hook: Wr
     (problem,) = [p for p in bus.problems if p.hook_id == "h"]
     assert problem.kept_last_good
     assert problem.location == "$.workflow_id"
-    assert "names no workflow in config/workflow.json; defined: other" in problem.message
+    assert "workflow_id 'wf' names no workflow in config/workflow.json; defined: 'other'" in problem.message
     assert str(problem).endswith("(its last good version stays in effect)")
     assert "h" in bus.snapshot.hooks
     assert context_of(bus) == "two"

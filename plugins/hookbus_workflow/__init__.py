@@ -29,7 +29,7 @@ from hookbus import hookimpl
 from hookbus.contract import describe_exit, outcome_from_final_text
 from hookbus.converter import json_type_name
 from hookbus.decision import Failure, Outcome
-from hookbus.errors import Problem, SpecError
+from hookbus.errors import Problem, SpecError, did_you_mean, shorten
 from hookbus.home import Home
 from hookbus.prompts import PromptError
 from hookbus.runners import HookCall, ParseContext, RunnerRegistration
@@ -71,9 +71,10 @@ class WorkflowRunner:
             raise SpecError(f"workflow {value!r} in {shown} is invalid: {first}")
         if config.file_errors:
             raise SpecError(f"{shown} cannot be used: {config.file_errors[0]}")
-        defined = ", ".join(sorted(config.workflows)) or "none"
+        defined = ", ".join(repr(shorten(name)) for name in sorted(config.workflows)) or "none"
         where = shown if config.path else f"{shown} (which does not exist)"
-        raise SpecError(f"names no workflow in {where}; defined: {defined}")
+        hint = did_you_mean(value, config.workflows)
+        raise SpecError(f"{key} {shorten(value)!r} names no workflow in {where}; defined: {defined}{hint}")
 
     def schema(self, key: str) -> dict[str, Any]:
         if key == "workflow":

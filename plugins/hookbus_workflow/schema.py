@@ -12,7 +12,7 @@ from typing import Any, Literal, Mapping
 import attrs
 
 from hookbus.converter import json_type_name
-from hookbus.durations import parse_duration
+from hookbus.durations import not_a_duration_message, parse_duration
 from hookbus.errors import Problem, SpecError, SpecErrors, did_you_mean
 from hookbus.files import config_signature, decode_document, read_config_file
 from hookbus.home import Home
@@ -108,7 +108,10 @@ def parse_step(value: Any, location: str, errors: list[SpecError]) -> Step | Non
     name = _string(value.get("name", ""), f"{location}.name", errors, empty_ok=True)
     timeout: float | None = None
     timeout_text = ""
-    if "timeout" in value:
+    if "timeout" in value and not isinstance(value["timeout"], str):
+        # As hook.json's timeout: `"timeout": 30` is answered with the string meant.
+        errors.append(SpecError(not_a_duration_message(value["timeout"]), f"{location}.timeout"))
+    elif "timeout" in value:
         timeout_text = _string(value["timeout"], f"{location}.timeout", errors)
         if timeout_text:
             try:

@@ -257,7 +257,7 @@ def test_sigkill_while_emitting_and_recording(home: Path, tmp_path: Path) -> Non
         result = hookbus_log(home)
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr, result.stderr
-        assert len(result.stdout.splitlines()) == len(entries)  # every whole record, no tail
+        assert len(result.stdout.splitlines()) == 1 + len(entries)  # a header, every whole record, no tail
         if tails:
             assert "skipped a line that is not a record" in result.stderr, result.stderr
             FIGURES["hookbus log runs over a torn tail"] += 1
@@ -299,5 +299,5 @@ def test_hookbus_log_warns_about_a_torn_tail(home: Path) -> None:
         handle.write(last[: len(last) // 2])  # a torn tail, as a crash mid-write leaves it
     result = hookbus_log(home)
     assert result.returncode == 0 and "Traceback" not in result.stderr
-    assert len(result.stdout.splitlines()) == len(whole)  # the torn tail is skipped...
+    assert len(result.stdout.splitlines()) == 1 + len(whole)  # the header; the torn tail is skipped...
     assert "skipped a line" in result.stderr  # ...with a warning

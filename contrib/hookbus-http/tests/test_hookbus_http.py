@@ -425,7 +425,7 @@ def test_the_deadline_thread_ends_when_idle(
 INVALID = [
     pytest.param(
         {"ulr": "http://example.com/"},
-        ["required field missing @ $.http.url", "unknown field 'ulr' @ $.http"],
+        ["required field missing @ $.http.url", "unknown field 'ulr' (did you mean 'url'?) @ $.http"],
         id="typo",
     ),
     pytest.param({}, ["required field missing @ $.http.url"], id="no-url"),

@@ -464,7 +464,8 @@ def test_hookbus_log_and_list_show_the_records_from_sqlite(home: TestHome, tmp_p
 
     log = run_cli(tmp_path, home, "log", "--hook", "guard")
     assert log.returncode == 0, log.stderr
-    lines = log.stdout.splitlines()
+    header, *lines = log.stdout.splitlines()
+    assert header.split()[:3] == ["AT", "EVENT", "HOOK"]
     assert len(lines) == 3
     for line, run in zip(lines, stored):
         assert line.startswith(f"{run.at}  PreToolUse")
@@ -474,7 +475,7 @@ def test_hookbus_log_and_list_show_the_records_from_sqlite(home: TestHome, tmp_p
     as_json = run_cli(tmp_path, home, "log", "--hook", "guard", "--limit", "2", "--json")
     assert [json.loads(line) for line in as_json.stdout.splitlines()] == [r.log_entry() for r in stored[-2:]]
     everything = run_cli(tmp_path, home, "log")
-    assert len(everything.stdout.splitlines()) == 6
+    assert len(everything.stdout.splitlines()) == 1 + 6  # the header, then each fire
 
     listing = run_cli(tmp_path, home, "list")
     assert listing.returncode == 0, listing.stderr

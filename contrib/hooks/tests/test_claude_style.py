@@ -852,16 +852,25 @@ def test_stop_gate_check_from_hook_json_env_and_both_reasons(
 def test_stop_gate_fallback_guard_without_stop_hook_active(
     hookbus_home: TestHome, hookbus_fire: Fire, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A host that sends no stop_hook_active: at most CC_STOP_GATE_MAX_BLOCKS blocks in a
-    row per session (thread_id is Claude's session_id), then the agent may stop."""
+    """A host that sends no stop_hook_active. One bus remembers that it said "go on" and
+    tells the hook (stop_hook_active: true), as Claude Code would. Where no bus lives from
+    one stop to the next (a fresh `hookbus emit` each time), the hook's own guard holds: at
+    most CC_STOP_GATE_MAX_BLOCKS blocks in a row per session (thread_id is Claude's
+    session_id), then the agent may stop."""
     install(hookbus_home, "cc-stop-gate")
     monkeypatch.setenv("CC_STOP_GATE_MAX_BLOCKS", "2")
     (project / ".stop-gate").write_text("unfinished")
-    said = [hookbus_fire("Stop", _stop(project, active=None)).decision.continue_with is not None
-            for _ in range(4)]
+    remembered = [hookbus_fire("Stop", _stop(project, active=None)).decision.continue_with is not None
+                  for _ in range(4)]
+    assert remembered == [True, False, True, False]  # the bus's memory: block once, then let through
+
+    def fresh(envelope: dict[str, Any]) -> bool:
+        with HookBus(hookbus_home.root) as bus:
+            return bus.emit("Stop", envelope).continue_with is not None
+
+    said = [fresh(_stop(project, active=None, thread_id="t-fresh")) for _ in range(4)]
     assert said == [True, True, False, True]  # the let-through resets the count
-    other = hookbus_fire("Stop", _stop(project, active=None, thread_id="t-other"))
-    assert other.decision.continue_with is not None  # counted per session
+    assert fresh(_stop(project, active=None, thread_id="t-other"))  # counted per session
     # With the flag present, the envelope decides: no counting.
     for _ in range(3):
         assert hookbus_fire("Stop", _stop(project, active=False)).decision.continue_with is not None

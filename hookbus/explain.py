@@ -1,0 +1,212 @@
+"""Why each hook of a home did or did not fire for one envelope, and how the bus decided:
+``hookbus explain`` and ``HookBus.explain``.
+
+Everything here is data (``Explanation.as_json()``); the command line only formats it.
+For each hook of the home: whether it matched, and if not, why (the kill switch, the
+recursion guard, a load error, disabled, another event, or the matcher with the field and
+value it was tried on); for the matched ones, what each said; then how the resolver merged
+them and the final decision. A dry run matches and runs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import attrs
+
+from hookbus.decision import Decision, Outcome
+from hookbus.events import EVENTS
+from hookbus.registry import Snapshot
+
+if TYPE_CHECKING:
+    from hookbus.spec import Hook
+
+#: Why a hook did not fire, or how a matched one takes part.
+MATCHED = "matched"
+ASYNC = "async"
+NOT_BLOCKING = "not blocking"
+KILL_SWITCH = "kill switch"
+RECURSION_GUARD = "recursion guard"
+LOAD_ERROR = "load error"
+DISABLED = "disabled"
+OTHER_EVENT = "other event"
+MATCHER = "matcher"
+#: The states in which a hook runs for the event.
+RUNS = (MATCHED, ASYNC, NOT_BLOCKING)
+
+
+@attrs.frozen
+class RunTrace:
+    """What one matched sync hook said when it ran, and what the bus made of it."""
+
+    hook_id: str
+    outcome: Outcome
+    duration: float
+    #: The bus's note: superseded, not applied, failed closed, denied by the input check.
+    note: str | None = None
+
+
+@attrs.frozen
+class HookVerdict:
+    """One hook of the home, for one envelope."""
+
+    hook_id: str
+    #: MATCHED, ASYNC or NOT_BLOCKING when it runs; else why not (KILL_SWITCH, ...).
+    status: str
+    #: The same, for people: ``matcher 'bash' did not match tool_name 'write_file'``.
+    detail: str
+    event: str | None = None
+    matcher: str | None = None
+    mode: str | None = None
+    blocking: bool = False
+    #: The hook's file is broken and its last good version is the one in effect.
+    load_error: str | None = None
+    run: RunTrace | None = None
+
+    @property
+    def runs(self) -> bool:
+        return self.status in RUNS
+
+    def as_json(self) -> dict[str, Any]:
+        run = self.run
+        return {
+            "id": self.hook_id,
+            "matched": self.runs,
+            "status": self.status,
+            "detail": self.detail,
+            "event": self.event,
+            "matcher": self.matcher,
+            "mode": self.mode,
+            "blocking": self.blocking,
+            "load_error": self.load_error,
+            "result": None if run is None else {
+                "decision": run.outcome.as_dict(),
+                "error": run.outcome.error,
+                "duration_ms": round(run.duration * 1000, 3),
+                "note": run.note,
+            },
+        }
+
+
+@attrs.frozen
+class Explanation:
+    """The whole answer of ``hookbus explain``."""
+
+    event: str
+    #: The envelope field the matchers were tried on, and its value ("" when absent).
+    field: str | None
+    value: str | None
+    hooks: tuple[HookVerdict, ...]
+    dry_run: bool
+    #: None for a dry run (nothing ran).
+    decision: Decision | None
+    #: How the hooks' decisions were merged, one line each.
+    merge: tuple[str, ...] = ()
+    #: The kill switch or the recursion guard, when one stopped every hook.
+    guard: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "event": self.event,
+            "field": self.field,
+            "value": self.value,
+            "guard": self.guard,
+            "dry_run": self.dry_run,
+            "hooks": [verdict.as_json() for verdict in self.hooks],
+            "merge": list(self.merge),
+            "decision": None if self.decision is None else self.decision.as_dict(),
+        }
+
+
+def match_verdicts(snapshot: Snapshot, event: str, envelope: Mapping[str, Any]) -> tuple[tuple[HookVerdict, ...], str | None]:
+    """A verdict for every hook of ``snapshot`` (valid or not) on ``event``, in id order,
+    and the guard that stopped them all, if any. The same rules as ``HookBus.emit``."""
+    info = EVENTS[event]
+    field = info.matcher_field
+    value = _field_value(envelope, field)
+    guard = None
+    reason = snapshot.settings.disabled_reason
+    if reason is not None:
+        guard = f"{KILL_SWITCH}: {reason}; no hook fires"
+    elif envelope.get("origin") == "vix":
+        guard = f'{RECURSION_GUARD}: the envelope has "origin": "vix" (a thread vix started); no hook fires there'
+    kept = {problem.hook_id: problem for problem in snapshot.problems if problem.kept_last_good and problem.hook_id}
+    verdicts: dict[str, HookVerdict] = {}
+    for hook_id, hook in snapshot.hooks.items():
+        problem = kept.get(hook_id)
+        verdicts[hook_id] = _verdict(hook, event, field, value, guard, None if problem is None else str(problem))
+    for problem in snapshot.problems:
+        hook_id = problem.hook_id or problem.path
+        if hook_id not in verdicts:
+            verdicts[hook_id] = HookVerdict(hook_id, LOAD_ERROR, f"{LOAD_ERROR}: {problem}", load_error=str(problem))
+    return tuple(verdicts[hook_id] for hook_id in sorted(verdicts)), guard
+
+
+def _field_value(envelope: Mapping[str, Any], field: str | None) -> str | None:
+    if field is None:
+        return None
+    value = envelope.get(field)
+    return value if isinstance(value, str) else ""
+
+
+def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard: str | None, kept: str | None) -> HookVerdict:
+    spec = hook.spec
+    common: dict[str, Any] = {
+        "event": hook.event, "matcher": spec.trigger.matcher, "mode": spec.mode, "blocking": spec.blocking, "load_error": kept,
+    }
+    last_good = f" (its file is broken, so its last good version is in effect: {kept})" if kept else ""
+    if guard is not None:
+        status, detail = guard.split(":", 1)[0], guard
+    elif not spec.enabled:
+        status, detail = DISABLED, f'{DISABLED}: "enabled": false'
+    elif hook.event != event:
+        status, detail = OTHER_EVENT, f"{OTHER_EVENT}: it is a {hook.event} hook"
+    elif field is not None and value is not None and not hook.matcher.matches(value):
+        shown = f"{field} {value!r}" if value else f"no {field} in the envelope"
+        matcher = spec.trigger.matcher
+        dialect = f" (a {spec.dialect} hook: tried on vixd's names and Claude Code's)" if spec.dialect else ""
+        status, detail = MATCHER, f"{MATCHER} {matcher!r} did not match {shown}{dialect}"
+    elif not hook.is_sync:
+        status, detail = ASYNC, "matched; async: runs in the background and cannot change the decision"
+    elif not spec.blocking:
+        can_block = EVENTS[event].can_block
+        why = 'not "blocking": true' if can_block else f"{event} cannot block"
+        status, detail = NOT_BLOCKING, f"matched; sync, {why}: it can add context but not deny or rewrite"
+    else:
+        status, detail = MATCHED, "matched; sync, blocking: it can deny or rewrite"
+    return HookVerdict(hook.id, status, detail + last_good, **common)
+
+
+def merge_lines(decision: Decision, traces: Sequence[RunTrace]) -> tuple[str, ...]:
+    """How ``decision`` came out of the hooks' answers, for people."""
+    lines: list[str] = []
+    if decision.behavior == "deny":
+        if decision.denied_by:
+            lines.append(f"deny wins: denied by {_ids(decision.denied_by)}")
+        else:
+            lines.append(f"deny wins: {decision.reason}")
+    elif decision.behavior == "modify":
+        lines.append(f"modify wins: the input rewritten by {decision.modified_by!r}")
+    elif decision.behavior == "context":
+        lines.append("context: no hook denied or rewrote; their context is passed on")
+    else:
+        lines.append("allow: no hook denied, rewrote or added context")
+    for trace in traces:
+        if trace.note:
+            lines.append(f"{trace.hook_id!r}: {trace.note}")
+        elif trace.outcome.error is not None:
+            lines.append(f"{trace.hook_id!r} failed open: {trace.outcome.error}")
+    contributors = [trace.hook_id for trace in traces if trace.outcome.context and not trace.note]
+    if contributors and decision.context:
+        lines.append(f"context from {_ids(contributors)}")
+    if decision.permission:
+        lines.append(f"permission: {decision.permission}")
+    if decision.continue_with:
+        lines.append("continue_with: the agent goes on")
+    if decision.halt:
+        lines.append("halt: the turn ends")
+    return tuple(lines)
+
+
+def _ids(hook_ids: Sequence[str]) -> str:
+    return ", ".join(repr(hook_id) for hook_id in hook_ids)
