@@ -211,10 +211,10 @@ def cmd_host_hook(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from hookbus.cli import UsageError, _Interrupts, _read_envelope, decide_in_process, decide_via_server
+    from hookbus.clicore import Interrupts, UsageError, decide_in_process, decide_via_server, read_envelope
 
     host = HOSTS[args.verb]
-    host_envelope = _read_envelope("-")
+    host_envelope = read_envelope("-")
     host_event = host_envelope.get("hook_event_name")
     try:
         request = host.request(host_envelope, os.environ)
@@ -239,7 +239,7 @@ def cmd_host_hook(args: argparse.Namespace) -> int:
     if decision is not None:
         answer(decision)
         return 0
-    interrupts = _Interrupts()
+    interrupts = Interrupts()
     decide_in_process(args, event, envelope, interrupts, answer)
     return interrupts.exit_code(0)
 

@@ -628,7 +628,7 @@ def _warn_unsafe_home(home: Path, err: TextIO) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from hookbus.cli import UsageError
+    from hookbus.clicore import UsageError
 
     if args.install_bridge:
         if args.force or args.plugin_root is not None:

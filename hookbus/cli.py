@@ -12,8 +12,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from hookbus.rendezvous import IN_PROCESS_ENVIRONMENT
-from hookbus.terminal import printable, printable_json
+
+from hookbus.clicore import (
+    EMIT_DRAIN_GRACE_SECONDS,
+    Interrupts,
+    UsageError,
+    decide_in_process,
+    decide_via_server,
+    json_line,
+    open_bus,
+    read_envelope,
+    say,
+    warn,
+)
+from hookbus.terminal import printable
 
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
 TYPE_CHECKING = False
@@ -29,12 +41,6 @@ if TYPE_CHECKING:
 
 #: How many of the latest records each poll of `log --follow` looks at, on other backends.
 FOLLOW_WINDOW = 500
-#: How long past the longest async timeout ``hookbus emit`` waits for its async hooks.
-EMIT_DRAIN_GRACE_SECONDS = 5.0
-
-
-class UsageError(Exception):
-    """Bad input on the command line: printed as one line, exit 1."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,144 +75,23 @@ def _terminal_columns() -> int:
         return 80
 
 
-def _json_line(document: Any) -> str:
-    """One JSON object on one line, strict (no NaN) and safe for a terminal: C1 controls
-    and direction characters escaped, as JSON already escapes C0 controls."""
-    from hookbus.jsontext import strict_json
-
-    return printable_json(strict_json(document).decode())
-
-
-def _say(text: str = "") -> None:
-    print(printable(text))
-
-
-def _read_envelope(source: str | None) -> dict[str, Any]:
-    if source is None:
-        if sys.stdin is None or sys.stdin.isatty():
-            return {}
-        text = sys.stdin.read()
-    elif source == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            with open(source, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read {source}: {exc.strerror}") from None
-    if not text.strip():
-        return {}
-    try:
-        envelope = json.loads(text)
-    except RecursionError:
-        raise UsageError("the envelope is nested too deeply to read") from None
-    except ValueError as exc:
-        raise UsageError(f"the envelope is not valid JSON: {exc}") from None
-    if not isinstance(envelope, dict):
-        raise UsageError("the envelope must be a JSON object")
-    return envelope
-
-
-def _open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
-    """The bus of ``--home``. ``quiet``: the verb prints load problems itself."""
-    import logging
-
-    from hookbus.bus import HookBus
-
-    if quiet:
-        logging.getLogger("hookbus.load").setLevel(logging.ERROR)
-    bus = HookBus(args.home)
-    root = bus.home.root
-    if not root.is_dir():
-        _warn(
-            f"hookbus {args.verb}: the home {root} does not exist, so no hook can fire: create "
-            f"{root}/hooks/<id>/hook.json, or name another home with --home or VIX_HOME"
-        )
-    return bus
-
-
-class _Interrupts:
-    """SIGINT and SIGTERM while a verb runs hooks: the hooks' process groups are killed, each
-    fire is recorded as interrupted, and the verb exits 128 + the signal's number, with no
-    traceback. The handler only starts a thread: the bus takes locks that the interrupted
-    (main) thread may be holding."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def watching(self, bus: HookBus) -> contextlib.AbstractContextManager[None]:
-        import contextlib
-
-        return contextlib.contextmanager(self._watching)(bus)
-
-    def _watching(self, bus: HookBus) -> Iterator[None]:
-        import signal
-        import threading
-
-        def on_signal(signum: int, frame: object) -> None:
-            if self.signum is not None:
-                return  # already stopping
-            self.signum = signum
-            reason = f"interrupted by {signal.Signals(signum).name}"
-            threading.Thread(target=bus.interrupt, args=(reason,), name="hookbus-interrupt", daemon=True).start()
-
-        previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-    def exit_code(self, code: int) -> int:
-        return 128 + self.signum if self.signum is not None else code
-
-
-
 def cmd_emit(args: argparse.Namespace) -> int:
     from hookbus.eventnames import EVENT_NAMES, unknown_event_message
 
     if args.event not in EVENT_NAMES:
         raise UsageError(unknown_event_message(args.event))
-    envelope = _read_envelope(args.input)
+    envelope = read_envelope(args.input)
     served = _emit_via_server(args, envelope)
     if served is not None:
         return served
-    interrupts = _Interrupts()
+    interrupts = Interrupts()
     decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision)
     return interrupts.exit_code(2 if decision.get("behavior") == "deny" else 0)
 
 
 def _print_decision(decision: dict[str, Any]) -> None:
-    print(_json_line(decision))
+    print(json_line(decision))
     sys.stdout.flush()
-
-
-def decide_in_process(
-    args: argparse.Namespace,
-    event: str,
-    envelope: dict[str, Any],
-    interrupts: _Interrupts,
-    answer: Callable[[dict[str, Any]], None],
-) -> dict[str, Any]:
-    """Run ``event``'s hooks here, hand the decision to ``answer`` as soon as it is known,
-    then wait for the async hooks (unless interrupted) and return it."""
-    from hookbus.console import log_to_stderr
-
-    log_to_stderr()
-    bus = _open_bus(args)
-    drain = max(
-        (hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0
-    )
-    with interrupts.watching(bus):
-        try:
-            decided = bus.emit(event, envelope)
-            decision = decided.as_dict()
-            answer(decision)
-            for failure in decided.failed:
-                _warn(f"hookbus {args.verb}: {failure.line()}")
-        finally:
-            bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
-    return decision
 
 
 def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int | None:
@@ -215,52 +100,9 @@ def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int 
     decision = decide_via_server(args, args.event, envelope, "hookbus emit")
     if decision is None:
         return None
-    print(_json_line(decision))
+    print(json_line(decision))
     sys.stdout.flush()
     return 2 if decision.get("behavior") == "deny" else 0
-
-
-def decide_via_server(
-    args: argparse.Namespace, event: str, envelope: dict[str, Any], verb: str
-) -> dict[str, Any] | None:
-    """The decision of a live ``hookbus serve`` of ``--home`` (``--socket``) for ``event``;
-    None when there is none to use, and the caller runs the hooks in-process."""
-    import os
-
-    if getattr(args, "no_server", False) or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
-        return None
-    from hookbus.client import Client, NoServer, OtherHome, RemoteError
-    from hookbus.failures import say_server_notes
-    from hookbus.protocol import SHUTTING_DOWN
-    from hookbus.rendezvous import home_root
-
-    home = home_root(args.home)
-    try:
-        client = Client(args.socket, home=home)
-    except NoServer:
-        return None
-    except OSError as exc:  # UntrustedPeer included
-        _warn(f"{verb}: not using the server: {exc}; running in-process")
-        return None
-    with client:
-        try:
-            decision = client.emit(event, envelope, failures=True)
-            say_server_notes(decision, verb, _warn)
-            return decision
-        except OtherHome as exc:
-            served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
-            _warn(f"{verb}: the server on {client.path} serves {served}, not {home}; running in-process")
-            return None
-        except RemoteError as exc:
-            if exc.code == SHUTTING_DOWN:
-                return None  # refused, so not run
-            raise UsageError(str(exc)) from None
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"the server on {client.path} failed before answering (its hooks may have run): {exc}") from None
-
-
-def _warn(text: str) -> None:
-    print(printable(text), file=sys.stderr)
 
 
 def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
@@ -272,7 +114,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from hookbus.tables import Style, wants_colour
     from hookbus.views import hook_lines, plural
 
-    with _open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
         broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
         if snapshot.hooks or broken:
@@ -281,16 +123,16 @@ def cmd_list(args: argparse.Namespace) -> int:
             for line in hook_lines(snapshot, last_runs, kept, Style(wants_colour())):
                 print(line)
         else:
-            _say(f"no hooks in {bus.home.hooks_dir}")
+            say(f"no hooks in {bus.home.hooks_dir}")
         reason = snapshot.settings.disabled_reason
         if reason:
             print()
-            _say(f"all hooks are off: {reason}")
+            say(f"all hooks are off: {reason}")
         if snapshot.problems:
             print()
-            _say(f"{plural(len(snapshot.problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
+            say(f"{plural(len(snapshot.problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
             for problem in snapshot.problems:
-                _say(f"  {problem}")
+                say(f"  {problem}")
     return 0
 
 
@@ -314,7 +156,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hookbus.layout import layout_findings
     from hookbus.views import plural
 
-    with _open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True) as bus:
         snapshot = bus.snapshot
         wanted = set(args.ids)
         problems = [
@@ -326,15 +168,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for hook_id in sorted(wanted):
             known = hook_id in snapshot.hooks or any(p.hook_id == hook_id for p in problems)
             if not known:
-                _say(f"hooks/{hook_id}: no hook.json or hook.yaml")
+                say(f"hooks/{hook_id}: no hook.json or hook.yaml")
                 failed = True
         for problem in problems:
-            _say(str(problem))
+            say(str(problem))
         for warning in snapshot.warnings:
-            _say(f"warning: {warning}")
+            say(f"warning: {warning}")
         findings = [line for line in layout_findings(bus.home.hooks_dir) if not wanted or line.split(":", 1)[0].split("/", 1)[-1] in wanted]
         for finding in findings:
-            _say(finding)
+            say(finding)
         broken = {problem.hook_id for problem in problems}
         valid = [
             hook_id
@@ -342,13 +184,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if (not wanted or hook_id in wanted) and hook_id not in broken
         ]
         for hook_id in valid:
-            _say(f"ok  hooks/{hook_id}")
+            say(f"ok  hooks/{hook_id}")
         if not wanted:
             if not snapshot.hooks and not problems and not findings:
-                _say(f"no hooks in {bus.home.hooks_dir}: nothing to validate")
+                say(f"no hooks in {bus.home.hooks_dir}: nothing to validate")
             else:
                 summary = f"{plural(len(valid), 'valid hook')}, {plural(len(problems) + len(findings), 'problem')}"
-                _say(f"{summary} in {bus.home.hooks_dir}")
+                say(f"{summary} in {bus.home.hooks_dir}")
     return 1 if failed or findings else 0
 
 
@@ -359,9 +201,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     if args.event not in EVENT_NAMES:
         raise UsageError(unknown_event_message(args.event))
-    envelope = _read_envelope(args.input)
-    interrupts = _Interrupts()
-    bus = _open_bus(args, quiet=True)
+    envelope = read_envelope(args.input)
+    interrupts = Interrupts()
+    bus = open_bus(args, quiet=True)
     drain = max((hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0)
     with interrupts.watching(bus):
         try:
@@ -369,7 +211,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         finally:
             bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
     if args.json:
-        print(_json_line(explanation.as_json()))
+        print(json_line(explanation.as_json()))
     else:
         for line in explain_lines(explanation, str(bus.home.root), Style(wants_colour())):
             print(line)
@@ -377,34 +219,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
-    envelope = _read_envelope(args.input)
-    interrupts = _Interrupts()
-    bus = _open_bus(args)
+    envelope = read_envelope(args.input)
+    interrupts = Interrupts()
+    bus = open_bus(args)
     with interrupts.watching(bus):
         try:
             record = bus.trigger(args.id, envelope)
         finally:
             bus.close(timeout=0.0 if interrupts.signum else None)
-    print(_json_line(record.log_entry()))
+    print(json_line(record.log_entry()))
     return interrupts.exit_code(0 if record.status == "done" else 1)
-
-
-def format_record(record: RunRecord) -> str:
-    from hookbus.durations import format_duration
-
-    detail = record.error or ""
-    if not detail and record.decision:
-        detail = record.decision.get("reason") or record.decision.get("context") or ""
-        if record.decision.get("input") is not None:
-            detail = json.dumps(record.decision["input"], ensure_ascii=False)
-    if record.note:
-        detail = f"{detail} [{record.note}]" if detail else f"[{record.note}]"
-    mode = "manual" if record.manual else record.mode
-    detail = " ".join(detail.split())
-    return printable(
-        f"{record.at}  {record.event:<17} {record.hook_id:<20} {mode:<6} "
-        f"{record.status:<8} {format_duration(record.duration):>8}  {detail[:120]}"
-    ).rstrip()
 
 
 def cmd_log(args: argparse.Namespace) -> int:
@@ -418,10 +242,10 @@ def cmd_log(args: argparse.Namespace) -> int:
         if header[0]:
             print(log_header(style))
             header[0] = False
-        line = _json_line(record.log_entry()) if args.json else record_line(record, style)
+        line = json_line(record.log_entry()) if args.json else record_line(record, style)
         print(line, flush=True)
 
-    with _open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True) as bus:
         # Sizes are taken before the history is read, so a fire landing in between is
         # printed by the follow loop rather than lost; `shown` keeps it from printing twice.
         offsets = _log_sizes(bus) if args.follow else {}
@@ -430,7 +254,7 @@ def cmd_log(args: argparse.Namespace) -> int:
             show(record)
         if not history and not args.json and not args.follow:
             which = f" of hook {args.hook!r}" if args.hook else ""
-            _say(f"no fires{which} recorded in {bus.home.root}")
+            say(f"no fires{which} recorded in {bus.home.root}")
         if args.follow:
             shown = {_identity(record) for record in history}
             if bus.active_recorders[:1] == ("recorder",):
@@ -529,7 +353,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     """Every plugin: entry-point name, distribution and version, what it provides, status."""
     from hookbus.tables import Style, table, wants_colour
 
-    with _open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True) as bus:
         rows: list[tuple[str, ...]] = []
         for info in bus.plugin_infos:
             if info.error:
@@ -547,7 +371,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         for line in table(rows, ("NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES"), Style(wants_colour())):
             print(line)
         print()
-        _say(f"recording with: {', '.join(bus.active_recorders) or 'nothing'}")
+        say(f"recording with: {', '.join(bus.active_recorders) or 'nothing'}")
     return 0
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from hookbus.bus import HookBus
 from hookbus.chat_stub import StubChatServer
-from hookbus.cli import format_record
+from hookbus.tables import Style
+from hookbus.views import record_line
 from hookbus.home import Home
 
 _BLOCK_ENV_SCRIPT = r"""#!/usr/bin/env bash
@@ -234,7 +235,7 @@ def run_demo(keep: bool = False) -> int:
             print(f"\n{home.relative(logs[-1])} (one line per fire; `hookbus log` shows it like this):")
             with HookBus(root) as reader:
                 for record in reader.read_runs():
-                    print(f"  {format_record(record)}")
+                    print(f"  {record_line(record, Style(False))}")
             print("\nTry it on your own home: hookbus validate, hookbus list, hookbus log, hookbus emit.")
             if keep:
                 print(f"kept the demo home: hookbus list --home {root}")

@@ -114,3 +114,11 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_runnable(text: str, what: str = "a command") -> None:
+    """SpecError when ``text`` can never be handed to a process (argv, cwd, environment): a
+    NUL character ends a C string, so the OS refuses it on every fire. Runners call this
+    from ``parse`` so that such a hook is refused at load, not failed at each fire."""
+    if "\x00" in text:
+        raise SpecError(f"{what} cannot hold a NUL character (\\u0000): remove it")

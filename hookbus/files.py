@@ -229,12 +229,19 @@ def file_signature(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+def is_ignored_name(name: str) -> bool:
+    """Editor temporaries and backups, and anything hidden: never a hook or its spec."""
+    return (
+        name.startswith(".")
+        or name.endswith(("~", ".swp", ".swx", ".tmp"))
+        or (name.startswith("#") and name.endswith("#"))
+    )
+
+
 def config_signature(home: Home) -> tuple[tuple[str, tuple[int, ...] | None], ...]:
     """What changes when anything in ``config/`` is written, replaced, added, removed or
     has its owner or mode changed: the directory and every entry in it (editor temporaries
     aside), not followed."""
-    from hookbus.loader import is_ignored_name
-
     # The directory's identity, owner and mode, not its times: an editor's scratch file
     # coming and going is no change to the configuration.
     found: list[tuple[str, tuple[int, ...] | None]] = [("", _lstat_signature(home.config_dir, times=False))]

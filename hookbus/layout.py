@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from hookbus.loader import is_ignored_name
+from hookbus.files import is_ignored_name
 from hookbus.registry import SPEC_NAMES
 
 _SPECS = tuple(name for name, _ in SPEC_NAMES)

@@ -16,7 +16,7 @@ import attrs
 
 from hookbus.claude_names import ToolNames
 from hookbus.errors import Problem, SpecError, SpecErrors
-from hookbus.files import LoadError, SpecFile, decode_document, read_spec_file
+from hookbus.files import LoadError, SpecFile, decode_document, is_ignored_name, read_spec_file
 from hookbus.home import Home
 from hookbus.permissions import check_permissions
 from hookbus.registry import SPEC_NAMES, Snapshot
@@ -58,15 +58,6 @@ class HookState:
     @property
     def error_text(self) -> str | None:
         return "; ".join(str(problem) for problem in self.problems) or None
-
-
-def is_ignored_name(name: str) -> bool:
-    """Editor temporaries and backups, and anything hidden: never a hook or its spec."""
-    return (
-        name.startswith(".")
-        or name.endswith(("~", ".swp", ".swx", ".tmp"))
-        or (name.startswith("#") and name.endswith("#"))
-    )
 
 
 def _is_text(name: str) -> bool:

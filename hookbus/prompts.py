@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import attrs
 
 from hookbus.decision import Failure
-from hookbus.runners import CancelToken
+from hookbus.cancel import CancelToken
 from hookbus.settings import Settings
 
 NO_PROVIDER = "no prompt provider configured (see README: prompt hooks)"

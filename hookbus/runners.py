@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import attrs
 
+from hookbus.cancel import CancelToken as CancelToken  # re-exported: runners take it from here
 from hookbus.errors import PluginError, SpecError
+from hookbus.errors import check_runnable as check_runnable  # re-exported: runners call it from parse
 
 if TYPE_CHECKING:
     from hookbus.decision import Outcome
@@ -21,14 +22,6 @@ if TYPE_CHECKING:
     from hookbus.spec import Hook
 
     PromptSender = Callable[[PromptRequest], PromptResult]
-
-
-def check_runnable(text: str, what: str = "a command") -> None:
-    """SpecError when ``text`` can never be handed to a process (argv, cwd, environment): a
-    NUL character ends a C string, so the OS refuses it on every fire. Runners call this
-    from ``parse`` so that such a hook is refused at load, not failed at each fire."""
-    if "\x00" in text:
-        raise SpecError(f"{what} cannot hold a NUL character (\\u0000): remove it")
 
 
 #: ``$NAME`` or ``${NAME}``, as os.path.expandvars reads them.
@@ -88,46 +81,6 @@ class Runner(Protocol):
 
     # Optional: ``def schema(self, key: str) -> dict`` returns the JSON Schema of the value
     # under ``key`` for ``hookbus schema`` (``hookbus.schema.schema_of(OptionsClass)``).
-
-
-class CancelToken:
-    """Lets ``close()`` stop a running hook: runners register how to kill what they started."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._reason: str | None = None
-        self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._reason is not None
-
-    @property
-    def reason(self) -> str | None:
-        return self._reason
-
-    def cancel(self, reason: str) -> None:
-        with self._lock:
-            if self._reason is not None:
-                return
-            self._reason = reason
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback`` on cancel (at once if already cancelled); returns an unregister."""
-        with self._lock:
-            if self._reason is None:
-                self._callbacks.append(callback)
-                return lambda: self._forget(callback)
-        callback()
-        return lambda: None
-
-    def _forget(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
 
 
 @attrs.frozen

@@ -11,11 +11,10 @@ import attrs
 from hookbus.converter import structure
 from hookbus.jsontext import json_type_name
 from hookbus.durations import not_a_duration_message, parse_duration
-from hookbus.errors import SpecError, SpecErrors, did_you_mean, reroot, shorten
+from hookbus.errors import SpecError, SpecErrors, check_runnable, did_you_mean, reroot, shorten
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
 from hookbus.claude_names import claude_matcher, tool_names
 from hookbus.matching import Matcher, compile_matcher, compile_regex, encode
-from hookbus.runners import check_runnable
 
 if TYPE_CHECKING:
     from hookbus.runners import ParseContext, Runner, RunnerTable

@@ -24,7 +24,7 @@ import attrs
 
 from hookbus.files import config_signature, file_signature
 from hookbus.home import Home
-from hookbus.loader import is_ignored_name
+from hookbus.files import is_ignored_name
 from hookbus.trust import STATE_FILES
 from hookbus.trust import walk as trust_walk
 

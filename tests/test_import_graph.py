@@ -1,0 +1,134 @@
+"""No import cycles in hookbus/ and plugins/: data flows one way, and each module can be read
+(and changed) without the ones that use it.
+
+Every import that can run counts, at the top of a module or inside a function (a lazy
+import is an import too, only later); imports under ``if TYPE_CHECKING:`` do not, since
+they never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = {"hookbus": ROOT / "hookbus", **{path.name: path for path in sorted((ROOT / "plugins").glob("hookbus_*"))}}
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of ours by dotted name."""
+    modules = {}
+    for package, directory in SOURCES.items():
+        for path in sorted(directory.rglob("*.py")):
+            parts = [package, *path.relative_to(directory).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(tree: ast.AST) -> list[tuple[str, list[str]]]:
+    """(module, names) of each import that can run: not under ``if TYPE_CHECKING``."""
+    found: list[tuple[str, list[str]]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, [alias.name for alias in node.names]))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = module_files()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target, names in runtime_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            edges = [f"{target}.{item}" for item in names if f"{target}.{item}" in modules] or [target]
+            for edge in edges:
+                # An import of a.b.c runs a and a.b first: the nearest module of ours.
+                while edge and edge not in modules:
+                    edge = edge.rpartition(".")[0]
+                if edge and edge != name:
+                    graph[name].add(edge)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected component of more than one module (Tarjan), as a cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def path_through(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One concrete cycle inside ``component``, for the message."""
+    members = set(component)
+    start = component[0]
+    trail = [start]
+    seen = {start}
+    while True:
+        nexts = sorted(target for target in graph[trail[-1]] if target in members)
+        back = [target for target in nexts if target in seen]
+        if back:
+            return trail[trail.index(back[0]):] + [back[0]]
+        trail.append(nexts[0])
+        seen.add(nexts[0])
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    graph = import_graph()
+    assert len(graph) > 40, "the modules were not found"
+    found = cycles(graph)
+    assert not found, "import cycles: " + "; ".join(" -> ".join(path_through(graph, component)) for component in found)
+
+
+def test_the_checker_finds_a_cycle_and_ignores_type_checking() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\nelse:\n    import y\ndef f():\n    import z\n"
+    assert [name for name, _ in runtime_imports(ast.parse(source))] == ["typing", "y", "z"]
