@@ -10,7 +10,7 @@ them and the final decision. A dry run matches and runs nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -19,7 +19,11 @@ from hookbus.events import EVENTS
 from hookbus.registry import Snapshot
 
 if TYPE_CHECKING:
+    from hookbus.merge import Merged
     from hookbus.spec import Hook
+
+    #: Runs the given hooks as an emit does, telling the list what it merged.
+    Fire = Callable[[list[Hook], list[Merged]], Decision]
 
 #: Why a hook did not fire, or how a matched one takes part.
 MATCHED = "matched"
@@ -210,3 +214,31 @@ def merge_lines(decision: Decision, traces: Sequence[RunTrace]) -> tuple[str, ..
 
 def _ids(hook_ids: Sequence[str]) -> str:
     return ", ".join(repr(hook_id) for hook_id in hook_ids)
+
+
+def explain(snapshot: Snapshot, event: str, envelope: Mapping[str, Any], dry_run: bool, fire: Fire) -> Explanation:
+    """The Explanation of ``envelope`` on ``event``: the verdicts from ``snapshot``; unless
+    ``dry_run``, the hooks that match run through ``fire`` and their answers are kept."""
+    from hookbus.decision import ALLOW
+
+    if event not in EVENTS:
+        from hookbus.errors import UnknownEventError
+        from hookbus.eventnames import unknown_event_message
+
+        raise UnknownEventError(unknown_event_message(event))
+    verdicts, guard = match_verdicts(snapshot, event, envelope)
+    field = EVENTS[event].matcher_field
+    value = _field_value(envelope, field)
+    if dry_run:
+        return Explanation(event, field, value, verdicts, True, None, guard=guard)
+    hooks = [snapshot.hooks[verdict.hook_id] for verdict in verdicts if verdict.runs]
+    merged: list[Merged] = []
+    decision = fire(hooks, merged) if hooks else ALLOW
+    traces = [
+        RunTrace(hook.id, outcome, duration, batch.notes.get(hook.id))
+        for batch in merged
+        for hook, outcome, _, duration in batch.runs
+    ]
+    by_id = {trace.hook_id: trace for trace in traces}
+    verdicts = tuple(attrs.evolve(verdict, run=by_id.get(verdict.hook_id)) for verdict in verdicts)
+    return Explanation(event, field, value, verdicts, False, decision, merge_lines(decision, traces), guard)

@@ -9,15 +9,19 @@ import functools
 import logging
 import os
 import threading
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 import pluggy
 
 from hookbus import hookspecs
 from hookbus.entrypoints import EntryPoint, entry_points
-from hookbus.errors import PluginError, did_you_mean
+from hookbus.errors import PluginError, Problem, did_you_mean
 from hookbus.runners import RunnerTable
+
+if TYPE_CHECKING:
+    from hookbus.home import Home
+    from hookbus.settings import Settings
 
 ENTRY_POINT_GROUP = "hookbus"
 logger = logging.getLogger("hookbus")
@@ -254,3 +258,26 @@ def describe_plugins(
         for implementation in getattr(manager.hook, hook_name).get_hookimpls():
             provided.setdefault(implementation.plugin_name, []).append(label)
     return [attrs.evolve(info, provides=tuple(provided.get(info.name, ()))) for info in infos]
+
+
+def call_each(manager: pluggy.PluginManager, hook_name: str, doing: str, **kwargs: Any) -> None:
+    """Call every implementation of ``hook_name`` (startup, shutdown); one that raises is
+    logged as having failed to ``doing``, and the others are still called."""
+    for plugin, call in each_implementation(getattr(manager.hook, hook_name), **kwargs):
+        try:
+            call()
+        except Exception:
+            logger.exception("plugin %r failed to %s", plugin, doing)
+
+
+def config_problems(manager: pluggy.PluginManager, home: Home, settings: Settings) -> list[Problem]:
+    """What plugins find wrong with the configuration they own (``hookbus_config_problems``:
+    the workflow config, say); a plugin that raises is a problem of its own."""
+    problems: list[Problem] = []
+    for plugin, call in each_implementation(manager.hook.hookbus_config_problems, home=home, settings=settings):
+        try:
+            problems += call() or []
+        except Exception as exc:
+            logger.exception("plugin %r failed to check its configuration", plugin)
+            problems.append(Problem(plugin, f"could not check its configuration: {exc}"))
+    return problems

@@ -8,12 +8,12 @@ built-in OpenAI-compatible provider of the ``prompt`` plugin answers.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import attrs
 
-from hookbus.decision import Failure
 from hookbus.cancel import CancelToken
+from hookbus.decision import Failure
 from hookbus.settings import Settings
 
 NO_PROVIDER = "no prompt provider configured (see README: prompt hooks)"
@@ -69,3 +69,35 @@ def compose_prompt(text: str, envelope_json: str, previous_output: str | None = 
         parts.append(f"Output of the previous step:\n{previous_output.rstrip()}")
     parts.append(f"Hook context (JSON):\n{envelope_json.rstrip()}")
     return "\n\n".join(parts)
+
+
+def prompt_sender(plugins: Any) -> Callable[[PromptRequest], PromptResult]:
+    """How a bus answers prompts: through ``hookbus_run_prompt`` of ``plugins`` (a pluggy
+    PluginManager), the embedder's provider before the default one. The call raises
+    PromptError saying why it failed: cancelled, no provider, a provider that raised or
+    answered something that is no PromptResult."""
+    import logging
+
+    from hookbus.records import CANCELLED_AT_SHUTDOWN
+
+    logger = logging.getLogger("hookbus")
+
+    def send(request: PromptRequest) -> PromptResult:
+        if request.cancel.cancelled:
+            raise PromptError(request.cancel.reason or CANCELLED_AT_SHUTDOWN, "killed")
+        try:
+            result = plugins.hook.hookbus_run_prompt(request=request)
+        except PromptError:
+            raise
+        except Exception as exc:
+            logger.exception("a prompt provider failed on hook %r", request.hook_id)
+            raise PromptError(f"the prompt provider raised {type(exc).__name__}: {exc}", "crash") from exc
+        if result is None:
+            raise PromptError(NO_PROVIDER)
+        if isinstance(result, str):
+            return PromptResult(result)
+        if not isinstance(result, PromptResult):
+            raise PromptError(f"the prompt provider returned {type(result).__name__}, not a PromptResult", "unparseable")
+        return result
+
+    return send

@@ -311,3 +311,17 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = _redact(record.stack_info, snapshot)
         return True
+
+
+_log_redaction_installed = False
+
+
+def install_log_redaction() -> None:
+    """Mask registered secrets in whatever hookbus logs. A filter on a logger sees only what
+    is logged on that very logger, so each of hookbus's gets one. Idempotent."""
+    global _log_redaction_installed
+    if _log_redaction_installed:
+        return
+    for name in ("hookbus", "hookbus.load"):
+        logging.getLogger(name).addFilter(RedactingFilter())
+    _log_redaction_installed = True

@@ -13,12 +13,16 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
-from hookbus.runners import CancelToken
+from hookbus.cancel import CancelToken
 
 logger = logging.getLogger("hookbus")
 Job = TypeVar("Job")
+Result = TypeVar("Result")
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 _STOP = object()
 
 
@@ -218,3 +222,43 @@ class ElasticThreads:
             idle, self._idle = self._idle, []
         for slot in idle:
             slot.wake.set()  # job None: the thread ends
+
+
+async def run_on_a_thread(function: Callable[[], Any], name: str) -> None:
+    """Await ``function()`` run on a new thread of its own (not an executor's, whose queue
+    could hold it up), its exception raised here. Cancelling the await does not stop it."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if finished.done():
+            return
+        if error is None:
+            finished.set_result(None)
+        else:
+            finished.set_exception(error)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            function()
+        except BaseException as exc:  # handed to the awaiting task, not lost on this thread
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, error)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: nobody is waiting
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    await finished
+
+
+def finished(value: Result) -> Future[Result]:
+    """A Future that is done already, with ``value``."""
+    from concurrent.futures import Future  # only submit and aemit need it
+
+    future: Future[Result] = Future()
+    future.set_result(value)
+    return future

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import HookWriter, is_alive, live_processes_in_group, read_log, read_state
 from hookbus import HookBus
-from hookbus.bus import encode_envelope
+from hookbus.envelope import encode_envelope
 from hookbus.decision import Decision
 from hookbus.process import (
     KILL_GRACE_SECONDS,

@@ -258,7 +258,7 @@ def test_the_watcher_comes_back_after_dying(
     home: Path, watching: HookBus, caplog: pytest.LogCaptureFixture
 ) -> None:
     bus = watching
-    watcher = bus._watcher
+    watcher = bus._publisher.watcher
     assert watcher is not None and bus.watching
     watcher._stop.set()  # the thread ends as if it had died, without close() knowing
     assert watcher._thread is not None

@@ -46,7 +46,7 @@ import pytest
 import stresskit
 from conftest import processes_with, read_log, read_state
 from hookbus import HookBus
-from hookbus.bus import NOT_BLOCKING_NOTE
+from hookbus.merge import NOT_BLOCKING_NOTE
 from hookbus.chat_stub import StubChatServer, StubReply
 from hookbus.process import BASH
 from hookbus.prompts import NO_PROVIDER

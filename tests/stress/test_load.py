@@ -32,7 +32,7 @@ import pytest
 
 from conftest import atomic_write, read_state
 from hookbus import HookBus, hookimpl
-from hookbus.bus import CANCEL_GRACE_SECONDS
+from hookbus.dispatch import CANCEL_GRACE_SECONDS
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord
 from stresskit import FIGURES, live_hook_processes, scale
 

@@ -26,7 +26,7 @@ import pytest
 
 import hookbus_sqlite
 from hookbus import HookBus, RunRecord, hookimpl
-from hookbus.bus import NOT_BLOCKING_NOTE
+from hookbus.merge import NOT_BLOCKING_NOTE
 from hookbus.prompts import PromptRequest, PromptResult
 from hookbus.testing import CaptureRecorder, TestHome
 from hookbus_sqlite import database_path, insert, load_errors, query

@@ -1,0 +1,187 @@
+"""From what the sync hooks of an emit said to the one Decision, and each hook's note.
+
+In order: a failed hook fails open, or with ``"on_error": "deny"`` closed; a hook that is
+not blocking (or an event that cannot block) has its deny or rewrite demoted to its
+context; extras an event has no use for are dropped; the resolver plugin merges; the
+embedder's input check may deny a rewritten input; a modify that lost says to what. The
+notes say each of these in the hook's record.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import attrs
+
+from hookbus.decision import ALLOW, FAILURES, Decision, HookFailure, HookResult, Outcome
+from hookbus.errors import PluginError
+from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
+from hookbus.records import RunRecord
+from hookbus.reporting import ReportOnce
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from hookbus.plugins import PluginInfo
+    from hookbus.spec import Hook
+
+logger = logging.getLogger("hookbus")
+
+#: One hook's run: the hook, what it said, when it started (RFC 3339), how long it took (s).
+Run = tuple["Hook", Outcome, str, float]
+
+FAILED_CLOSED_NOTE = 'failed closed ("on_error": "deny")'
+NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
+CANNOT_BLOCK_NOTE = "not applied: {event} cannot block or rewrite; only context from it is used"
+
+
+@attrs.frozen
+class Merged:
+    """The decision of an emit and how each run took part."""
+
+    decision: Decision
+    #: The runs as they counted (a failed closed one as its deny), in hook-id order.
+    runs: tuple[Run, ...]
+    #: What became of each hook's answer, by hook id, when it was not simply taken.
+    notes: Mapping[str, str]
+
+    def records(self, event: str) -> list[RunRecord]:
+        """One record per run, what the hook said and the note on it."""
+        return [
+            RunRecord(
+                at=at, hook_id=hook.id, event=event, mode="sync", status=outcome.behavior, duration=duration,
+                error=outcome.error, decision=outcome.as_dict(), note=self.notes.get(hook.id),
+            )
+            for hook, outcome, at, duration in self.runs
+        ]
+
+
+class Decider:
+    """Merges runs into a Decision through the resolver plugin and the input check."""
+
+    def __init__(self, plugins: pluggy.PluginManager, plugin_infos: Sequence[PluginInfo]) -> None:
+        self._plugins = plugins
+        self._resolver = _make_resolver(plugins, plugin_infos)
+        self._report = ReportOnce()
+
+    def decide(self, event: str, envelope: Mapping[str, Any], runs: Sequence[Run]) -> Merged:
+        # ``runs`` are in hook-id order already: EventIndex.match returns them so.
+        notes: dict[str, str] = {}
+        counted = tuple(_fail_closed(run, notes) if run[1].error is not None else run for run in runs)
+        results = []
+        for hook, outcome, _, _ in counted:
+            if not hook.spec.blocking and outcome.behavior in ("deny", "modify"):
+                can_block = EVENTS[event].can_block
+                notes[hook.id] = NOT_BLOCKING_NOTE if can_block else CANNOT_BLOCK_NOTE.format(event=event)
+                outcome = attrs.evolve(outcome, behavior="context" if outcome.context else "allow", reason=None, input=None)
+            if outcome.permission is not None or outcome.continue_with is not None:
+                outcome = _usable_extras(event, hook, outcome, notes)
+            results.append(HookResult(hook.id, outcome))
+        decision = self._resolve(event, results)
+        if decision.behavior == "modify" and decision.input is not None and EVENTS[event].rewrites_tool_input:
+            decision = self._check_input(event, envelope, decision, notes)
+        for hook, outcome, _, _ in counted:
+            if outcome.behavior == "modify" and hook.id not in notes and hook.id != decision.modified_by:
+                winner = decision.modified_by
+                notes[hook.id] = f"superseded by the modify of hook {winner!r}" if winner else f"superseded by {decision.behavior}"
+        failed = tuple(
+            HookFailure(hook.id, outcome.error, outcome.failure or "error", closed=outcome.behavior == "deny")
+            for hook, outcome, _, _ in counted
+            if outcome.error is not None
+        )
+        if failed:
+            decision = attrs.evolve(decision, failed=failed)
+        return Merged(decision, counted, notes)
+
+    def _resolve(self, event: str, results: list[HookResult]) -> Decision:
+        try:
+            decision = self._resolver(event, results)
+        except Exception as exc:
+            self._report.failed("resolver", f"the resolver raised {type(exc).__name__}: {exc}; failing open")
+            return ALLOW
+        if not isinstance(decision, Decision):
+            self._report.failed("resolver", f"the resolver returned {decision!r}; failing open")
+            return ALLOW
+        self._report.succeeded("resolver")
+        return decision
+
+    def _check_input(self, event: str, envelope: Mapping[str, Any], decision: Decision, notes: dict[str, str]) -> Decision:
+        assert decision.input is not None
+        try:
+            reason = self._plugins.hook.hookbus_check_input(event=event, envelope=envelope, new_input=decision.input)
+        except Exception as exc:
+            logger.exception("hookbus_check_input raised")
+            reason = f"the input check failed ({type(exc).__name__}: {exc})"
+        if not reason:
+            return decision
+        modifier = decision.modified_by or "?"
+        notes[modifier] = f"rewritten input denied by the input check: {reason}"
+        return Decision(
+            "deny", reason=f"input rewritten by hook {modifier!r} was denied: {reason}", context=decision.context, denied_by=(modifier,)
+        )
+
+
+def _usable_extras(event: str, hook: Hook, outcome: Outcome, notes: dict[str, str]) -> Outcome:
+    """``outcome`` without the extras ``event`` has no use for, and a note saying so:
+    approve and ask need a blocking hook of PreToolUse or PermissionRequest, as a deny
+    does; continue_with needs Stop or SubagentStop."""
+    dropped: list[str] = []
+    if outcome.permission is not None and (event not in PERMISSION_EVENTS or not hook.spec.blocking):
+        dropped.append(f"{outcome.permission} (it needs a blocking hook of {' or '.join(PERMISSION_EVENTS)})")
+        outcome = attrs.evolve(outcome, permission=None, reason=None if outcome.behavior != "deny" else outcome.reason)
+    if outcome.continue_with is not None and event not in CONTINUE_EVENTS:
+        dropped.append(f"continue_with (only {' and '.join(CONTINUE_EVENTS)} can go on)")
+        outcome = attrs.evolve(outcome, continue_with=None)
+    if dropped:
+        note = "not applied: " + "; ".join(dropped)
+        notes[hook.id] = f"{notes[hook.id]}; {note}" if hook.id in notes else note
+    return outcome
+
+
+def _fail_closed(run: Run, notes: dict[str, str]) -> Run:
+    """A failed hook with ``"on_error": "deny"``: its fire is a deny that says how it
+    failed. Any other failed hook fails open, as the spec says."""
+    hook, outcome, at, duration = run
+    if hook.spec.on_error != "deny" or outcome.behavior != "allow":
+        return run
+    how = FAILURES.get(outcome.failure or "error", FAILURES["error"])
+    closed = attrs.evolve(outcome, behavior="deny", reason=f"failed closed: the hook {how} ({outcome.error})")
+    notes[hook.id] = FAILED_CLOSED_NOTE
+    return hook, closed, at, duration
+
+
+def _make_resolver(plugins: pluggy.PluginManager, plugin_infos: Sequence[PluginInfo]) -> Callable[[str, list[HookResult]], Any]:
+    """The resolver to call per emit: a lone plain implementation directly (pluggy's call
+    machinery costs more than the merge itself), else through pluggy.
+
+    With none (the built-in blocked, say), one that raises: each emit with sync hooks then
+    fails open through ``_resolve``, reported once, as when a resolver breaks."""
+    implementations = plugins.hook.hookbus_resolve.get_hookimpls()
+    if not implementations:
+        info = next((info for info in plugin_infos if info.name == "resolver"), None)
+        if info is not None and info.blocked:
+            why, fix = f"is {info.blocked}", "take 'resolver' out of HOOKBUS_DISABLE_PLUGINS"
+        elif info is not None and info.error:
+            why, fix = f"failed to load ({info.error})", "fix or reinstall hookbus"
+        else:
+            why, fix = "is not installed", "reinstall hookbus"
+        message = (
+            f"no resolver plugin: the built-in 'resolver' {why}, so every emit allows, "
+            f"whatever its sync hooks decide; {fix}, or install a plugin that implements "
+            "hookbus_resolve (`hookbus plugins` lists them)"
+        )
+        logger.warning("%s", message)
+
+        def unresolved(event: str, results: list[HookResult]) -> Decision:
+            raise PluginError(message)
+
+        return unresolved
+    if len(implementations) == 1 and not (implementations[0].hookwrapper or implementations[0].wrapper):
+        function, names = implementations[0].function, set(implementations[0].argnames)
+        if names == {"event", "results"}:
+            return lambda event, results: function(event=event, results=results)
+        if names == {"results"}:
+            return lambda event, results: function(results=results)
+    hook = plugins.hook.hookbus_resolve
+    return lambda event, results: hook(event=event, results=results)

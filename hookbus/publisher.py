@@ -1,0 +1,180 @@
+"""The snapshot publisher: loads the home (the loader), watches it (the watcher), and
+publishes each load as one new immutable Snapshot, with a generation to wait on.
+
+Two callbacks from the bus run under the reload lock, before a snapshot is published:
+``check_config`` (the plugins' own configuration and the recorder selection, whose problems
+are part of the load) and ``loaded`` (the hooks' load errors, handed to the recorders, so
+that whoever waits for a generation finds state.json updated already).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from hookbus.errors import HookNotFoundError, HooksDisabledError, Problem, UnknownEventError
+from hookbus.eventnames import unknown_event_message
+from hookbus.events import EVENTS
+from hookbus.loader import HookLoader, LoadEvent
+from hookbus.registry import Snapshot
+from hookbus.settings import Settings, env_disables_hooks
+
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+
+    from hookbus.home import Home
+    from hookbus.spec import Hook
+    from hookbus.runners import RunnerTable
+    from hookbus.watch import ChangeSet, HomeWatcher
+
+logger = logging.getLogger("hookbus")
+#: What loads, reloads and is skipped: verbs that print problems themselves silence it.
+load_logger = logging.getLogger("hookbus.load")
+
+#: How long a watching publisher waits for the watch to be in place before it goes on.
+WATCH_READY_SECONDS = 5.0
+
+#: ``check_config(settings, home_is_unsafe)``: the problems of what plugins configure.
+ConfigCheck = Callable[[Settings, bool], list[Problem]]
+#: ``loaded(load_errors)``: each hook's current load error, None for one that loads.
+LoadedCallback = Callable[[Mapping[str, "str | None"]], None]
+
+
+class SnapshotPublisher:
+    """The Snapshot in effect, and how a new one replaces it."""
+
+    def __init__(self, home: Home, runners: RunnerTable, check_config: ConfigCheck, loaded: LoadedCallback) -> None:
+        self.home = home
+        # VIX_DISABLE_HOOKS is read once: the README promises the variable as it was when
+        # the bus started.
+        self._loader = HookLoader(home, runners, disabled_by_env=env_disables_hooks())
+        self._check_config = check_config
+        self._loaded = loaded
+        self._reload_lock = threading.Lock()
+        self._published = threading.Condition()
+        self._snapshot = Snapshot.build({}, Settings(), (), generation=0)
+        self.watcher: HomeWatcher | None = None
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def matching(self, event: str, envelope: Mapping[str, Any]) -> tuple[Sequence[Hook], Settings] | None:
+        """The enabled hooks of ``event`` whose matcher takes ``envelope``, with the
+        settings they run under; None when none does, or the kill switch or the recursion
+        guard (``"origin": "vix"``) says no hook fires. UnknownEventError for no event."""
+        snapshot = self._snapshot
+        index = snapshot.index.get(event)
+        if index is None:
+            if event not in EVENTS:
+                raise UnknownEventError(unknown_event_message(event))
+            return None
+        # Recursion guard: a vix-initiated thread's own tool calls never fire hooks.
+        if envelope.get("origin") == "vix":
+            return None
+        hooks = index.match(envelope)
+        return (hooks, snapshot.settings) if hooks else None
+
+    def hook(self, hook_id: str) -> tuple[Hook, Settings]:
+        """The hook ``trigger`` fires, and its settings: HooksDisabledError when every hook
+        is off, HookNotFoundError (saying where to look) when none is loaded by that id."""
+        snapshot = self._snapshot
+        reason = snapshot.settings.disabled_reason
+        if reason:
+            raise HooksDisabledError(f"hooks are disabled: {reason}")
+        hook = snapshot.hooks.get(hook_id)
+        if hook is None:
+            known = ", ".join(snapshot.hooks) or "none"
+            raise HookNotFoundError(
+                f"no valid hook {hook_id!r} in {self.home.hooks_dir} (loaded: {known}); "
+                "`hookbus validate` says why a hook is skipped"
+            )
+        return hook, snapshot.settings
+
+    @property
+    def settings(self) -> Settings:
+        """The settings of the latest load (trusted ones only)."""
+        return self._loader.settings
+
+    def watch(self) -> None:
+        """Reload on every change from now on (one background thread)."""
+        from hookbus.watch import HomeWatcher
+
+        self.watcher = HomeWatcher(self.home, self._on_change)
+        self.watcher.start()
+        if not self.watcher.wait_ready(WATCH_READY_SECONDS):
+            logger.error("the hookbus watcher is not ready after %ss; changes may be late", WATCH_READY_SECONDS)
+
+    @property
+    def watching(self) -> bool:
+        return self.watcher is not None and self.watcher.alive
+
+    def ensure_watching(self) -> None:
+        """Restart a watcher thread that died (each emit that fires a hook asks)."""
+        if self.watcher is not None:
+            self.watcher.ensure_running()
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    def reload(self) -> Snapshot:
+        """Re-read settings and every hook now, and publish the result."""
+        self.apply(settings=True, rescan=True, force=True)
+        return self._snapshot
+
+    def wait_for_reload(self, since: int | None = None, timeout: float = 5.0) -> bool:
+        """Wait until a snapshot newer than generation ``since`` (default: now) is in
+        effect; False when none came within ``timeout`` seconds."""
+        self.ensure_watching()
+        target = self._snapshot.generation if since is None else since
+        with self._published:
+            return self._published.wait_for(lambda: self._snapshot.generation > target, timeout)
+
+    def _on_change(self, change: ChangeSet) -> None:
+        if change.rescan:
+            load_logger.info("rescanning %s: %s", self.home.hooks_dir, change.rescan)
+        self.apply(
+            hook_ids=change.hook_ids,
+            settings=change.settings,
+            rescan=bool(change.rescan) or change.config,
+            force=change.config,
+        )
+
+    def apply(
+        self,
+        hook_ids: frozenset[str] = frozenset(),
+        settings: bool = False,
+        rescan: bool = False,
+        force: bool = False,
+    ) -> None:
+        """Reload what changed and publish a new snapshot whole, under the reload lock.
+
+        Settings feed every hook's validation (strict modes, plugin options), so a settings
+        change re-reads every hook; a rescan re-reads those whose stat changed.
+        """
+        with self._reload_lock:
+            loader = self._loader
+            loader.verbose = load_logger.isEnabledFor(logging.INFO)
+            events = []
+            if settings or rescan or force:
+                events += loader.check_home()
+            if settings:
+                events += loader.load_settings()
+                force = True
+            if force:
+                loader.config_problems = self._check_config(loader.settings, loader.home_problem is not None)
+                events += [LoadEvent("skipped", str(problem)) for problem in loader.config_problems]
+            if rescan or force:
+                events += loader.scan(force=force)
+            else:
+                events += loader.reload(hook_ids)
+            snapshot = loader.snapshot(self._snapshot.generation + 1)
+            self._loaded(loader.load_errors())
+            with self._published:
+                self._snapshot = snapshot
+                self._published.notify_all()
+            for event in events:
+                level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO
+                load_logger.log(level, "%s", event)

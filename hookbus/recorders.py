@@ -1,0 +1,177 @@
+"""The recorders in effect: which recorder plugins record (settings.json ``"recorder"``),
+and every record, load error, read and loss that goes to them.
+
+A recorder that raises is reported once (and once when it recovers) and skipped: it never
+breaks the bus, an emit, or the other recorders.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+
+from hookbus.errors import Problem
+from hookbus.plugins import each_implementation
+from hookbus.records import RunRecord
+from hookbus.redaction import redact_record
+from hookbus.reporting import ReportOnce
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from hookbus.home import Home
+    from hookbus.plugins import PluginInfo
+    from hookbus.settings import Settings
+
+logger = logging.getLogger("hookbus")
+
+#: The built-in recorder's plugin name: the one that records unless settings.json says otherwise.
+DEFAULT_RECORDER = "recorder"
+
+
+class Recorders:
+    """The active recorders of one bus. ``owner`` is what recorder hooks get as ``bus``."""
+
+    def __init__(self, plugins: pluggy.PluginManager, home: Home, owner: object) -> None:
+        self._plugins = plugins
+        self._home = home
+        self._owner = owner
+        #: The plugin names that record and answer ``read_runs``, in order.
+        self.active: tuple[str, ...] = ()
+        self._newly_active: set[str] = set()
+        #: (report key, call taking the record) per active recorder, in order.
+        self._functions: list[tuple[str, Callable[[RunRecord], object]]] = []
+        self._load_errors: Mapping[str, str | None] = {}
+        #: Records each recorder raised on (and so lost), by report key.
+        self._raised: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._report = ReportOnce()
+
+    def select(self, settings: Settings, plugin_infos: list[PluginInfo]) -> list[Problem]:
+        """Which recorder plugins record: settings.json ``"recorder"``, else the built-in
+        one, else (when it is blocked) every recorder installed; the problems of the choice."""
+        # Looked up once per selection, not on every fire.
+        implementations = {i.plugin_name: i for i in self._plugins.hook.hookbus_record.get_hookimpls()}
+        installed = list(implementations)
+        wanted = settings.recorders
+        problems = []
+        default = [DEFAULT_RECORDER] if DEFAULT_RECORDER in installed else sorted(installed)
+        if wanted is None:
+            chosen = default
+        else:
+            chosen = [name for name in wanted if name in installed]
+            missing = [name for name in wanted if name not in installed]
+            if missing:
+                # A typo must never stop recording: with no listed recorder left, the
+                # default one records, and the problem says so.
+                if not chosen:
+                    chosen = default
+                using = ", ".join(repr(name) for name in chosen) or "nothing"
+                known = ", ".join(sorted(installed)) or "none"
+                for name in missing:
+                    message = (
+                        f"recorder {name!r} is not installed or is blocked (installed recorders: "
+                        f"{known}); recording with {using} instead"
+                    )
+                    problems.append(Problem("settings.json", message, "$.recorder"))
+        # Recorders handed to HookBus(plugins=[...]) were asked for by the embedder: they record.
+        in_process = {info.name for info in plugin_infos if info.in_process}
+        chosen += [name for name in installed if name in in_process and name not in chosen]
+        if not chosen:
+            logger.error("no recorder is active: fires are not recorded")
+        self._newly_active |= set(chosen) - set(self.active)
+        self.active = tuple(chosen)
+        self._functions = [(f"recorder {name!r}", _record_call(implementations[name], self._owner)) for name in chosen]
+        return problems
+
+    def _calls(self, hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
+        """The implementations of ``hook_name`` by the active recorders, in their order."""
+        calls = dict(each_implementation(getattr(self._plugins.hook, hook_name), **kwargs))
+        for name in self.active:
+            if name in calls:
+                yield name, calls[name]
+
+    def record(self, record: RunRecord) -> RunRecord:
+        """Hand a record to every active recorder. Secrets a runner registered (an API key
+        a server echoed back) are masked first; the masked record is returned."""
+        record = redact_record(record)
+        for key, call in self._functions:
+            try:
+                call(record)
+            except Exception as exc:
+                with self._lock:
+                    self._raised[key] += 1
+                self._report.failed(key, f"{key} raised {type(exc).__name__}: {exc}; the record is lost to it")
+            else:
+                self._report.succeeded(key)
+        return record
+
+    def load_errors(self, current: Mapping[str, str | None]) -> None:
+        """Tell recorders about load errors that appeared or went away (state.json's
+        last_error). A recorder that has just become active hears of every current one."""
+        changed = {
+            hook_id: error for hook_id, error in current.items() if self._load_errors.get(hook_id, "unknown") != error
+        }
+        self._load_errors = dict(current)
+        newly_active, self._newly_active = self._newly_active, set()
+        for errors, wanted in ((changed, lambda name: name not in newly_active), (current, newly_active.__contains__)):
+            if not errors:
+                continue
+            for plugin, call in self._calls("hookbus_record_load_errors", bus=self._owner, errors=errors):
+                if not wanted(plugin):
+                    continue
+                try:
+                    call()
+                except Exception as exc:
+                    self._report.failed(f"recorder {plugin!r}", f"recorder {plugin!r} raised {type(exc).__name__}: {exc}")
+
+    def read_runs(self, hook_id: str | None, limit: int | None) -> list[RunRecord]:
+        """Recorded fires, oldest first, from the first active recorder that can read them."""
+        for plugin, call in self._calls("hookbus_read_runs", bus=self._owner, hook_id=hook_id, limit=limit):
+            try:
+                runs = call()
+            except Exception as exc:
+                self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} could not read runs: {type(exc).__name__}: {exc}")
+                continue
+            if runs is not None:
+                return list(runs)
+        return []
+
+    @property
+    def lost(self) -> int:
+        """Records that did not reach an active recorder: those a recorder raised on, plus
+        those a recorder counted as lost itself, through an optional module-level
+        ``lost_records(home)`` of its plugin."""
+        counted = 0
+        for name in self.active:
+            count = getattr(self._plugins.get_plugin(name), "lost_records", None)
+            if callable(count):
+                counted += int(count(self._home))
+        with self._lock:
+            return counted + sum(self._raised.values())
+
+    def report_losses(self) -> None:
+        """Say, as the bus closes, how many fires were not recorded (each failure was
+        reported as it began; this is the total)."""
+        lost = self.lost
+        if lost:
+            one = lost == 1
+            logger.warning(
+                "%s %s of %s %s not recorded (refused by the disk or by a recorder; the "
+                "errors reported earlier say why)",
+                f"{lost:,}", "fire" if one else "fires", self._home.root, "was" if one else "were",
+            )
+
+
+def _record_call(implementation: Any, owner: object) -> Callable[[RunRecord], object]:
+    """A recorder's ``hookbus_record`` as a call taking the record, with only the arguments
+    it asks for (as pluggy would pass them), bound once."""
+    function = implementation.function
+    takes_bus, takes_record = "bus" in implementation.argnames, "record" in implementation.argnames
+    if takes_bus and takes_record:
+        return lambda record: function(bus=owner, record=record)
+    if takes_record:
+        return lambda record: function(record=record)
+    return lambda record: function(bus=owner) if takes_bus else function()
