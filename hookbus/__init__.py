@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hookbus.home import Home
     from hookbus.prompts import PromptError, PromptRequest, PromptResult
     from hookbus.records import RunRecord
+    from hookbus.recording import BackgroundWriter
     from hookbus.runners import (
         CancelToken,
         HookCall,
@@ -75,6 +76,7 @@ _WHERE = {
     "PromptRequest": "hookbus.prompts",
     "PromptResult": "hookbus.prompts",
     "RunRecord": "hookbus.records",
+    "BackgroundWriter": "hookbus.recording",
     "CancelToken": "hookbus.runners",
     "HookCall": "hookbus.runners",
     "ParseContext": "hookbus.runners",
@@ -90,6 +92,7 @@ _WHERE = {
 
 __all__ = [
     "ALLOW",
+    "BackgroundWriter",
     "BusClosedError",
     "CancelToken",
     "Decision",

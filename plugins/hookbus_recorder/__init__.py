@@ -1,6 +1,7 @@
 """The built-in recorder: ``hooks/<id>/state.json`` and ``logs/hooks/<date>.jsonl``.
 
-Records are written by a background thread (see ``writer``); ``hookbus_shutdown`` drains it.
+Each fire's log line is written before emit returns; state.json by a background thread
+(``hookbus.recording.BackgroundWriter``, see ``writer``), which ``hookbus_shutdown`` drains.
 ``lost_records()`` says how many records the log could not take (each is also reported).
 """
 

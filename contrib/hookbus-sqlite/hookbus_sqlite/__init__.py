@@ -4,8 +4,9 @@ Select it in settings.json with ``{"recorder": "sqlite"}`` (or ``["recorder", "s
 to keep state.json and the JSONL log too). The database is ``<home>/logs/hooks.sqlite3``
 unless ``{"sqlite_recorder": {"path": "..."}}`` says otherwise (relative to the home).
 
-Records are written by a background thread (see ``writer``); ``hookbus_shutdown`` drains
-it. ``query`` reads the database from anywhere::
+Records are written by a background thread (a ``hookbus.recording.BackgroundWriter``, see
+``writer``); ``hookbus_shutdown`` drains it, and ``lost_records(home)`` counts those that
+never reached the database. ``query`` reads the database from anywhere::
 
     from hookbus_sqlite import query
     denied = query("~/.vix/logs/hooks.sqlite3", status="deny", since="2026-11-29")
@@ -55,6 +56,7 @@ __all__ = [
     "database_path",
     "insert",
     "load_errors",
+    "lost_records",
     "query",
     "timestamp",
 ]
@@ -135,9 +137,18 @@ def _path_of(bus: HookBus) -> Path:
     return path
 
 
+def lost_records(home: Home | None = None) -> int:
+    """How many records of ``home`` (of every home, when None) this process could not
+    write to the database: refused by it after WRITE_ATTEMPTS tries (a full disk, a file
+    that is not a database, a lock held too long) or dropped because the queue was full.
+    Each failure is also reported on the ``hookbus`` logger, once, and once on recovery.
+    ``bus.lost_records`` asks this of the bus's home."""
+    return writer.lost_records if home is None else writer.lost_in(home)
+
+
 @hookimpl
 def hookbus_startup(bus: HookBus) -> None:
-    writer.acquire()
+    writer.acquire(id(bus))
 
 
 @hookimpl
@@ -147,12 +158,12 @@ def hookbus_shutdown(bus: HookBus) -> None:
 
 @hookimpl
 def hookbus_record(bus: HookBus, record: RunRecord) -> None:
-    writer.submit(_path_of(bus), record, id(bus))
+    writer.submit(_path_of(bus), record, id(bus), bus.home)
 
 
 @hookimpl
 def hookbus_record_load_errors(bus: HookBus, errors: Mapping[str, str | None]) -> None:
-    writer.submit(_path_of(bus), LoadErrorsUpdate(errors), id(bus))
+    writer.submit(_path_of(bus), LoadErrorsUpdate(errors), id(bus), bus.home)
 
 
 @hookimpl

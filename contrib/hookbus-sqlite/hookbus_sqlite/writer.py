@@ -1,9 +1,13 @@
-"""One background thread that writes the records of every open bus of this process.
+"""How the SQLite recorder writes: through one ``hookbus.recording.BackgroundWriter``.
 
-``hookbus_record`` only appends to a queue, so emit never waits on the disk. The thread
-takes what has queued up and writes it, per database, in short transactions. ``flush``
-waits until everything submitted before it is written; the thread ends, closing its
-connections, when the last bus releases it.
+``hookbus_record`` only hands the record to the writer's queue, so emit never waits on the
+disk. Its thread takes what has queued up and writes it, per database, in short
+transactions; it ends, closing its connections, when the last bus releases it. A bus that
+closes while others go on recording has the connections only it used closed.
+
+Records that never reach the database are counted per home (``lost_in``): those of a
+batch the database refused after WRITE_ATTEMPTS tries, and those the queue was too full
+to take. Each failure is reported once on the ``hookbus`` logger, and once on recovery.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
-from collections import deque
+from collections import Counter
 from pathlib import Path
 from typing import Union
 
+from hookbus.home import Home
+from hookbus.records import RunRecord
+from hookbus.recording import BackgroundWriter
 from hookbus.reporting import ReportOnce
 
-from hookbus_sqlite.database import Item, LoadErrorsUpdate, connect, is_busy, write
+from hookbus_sqlite.database import ROWS_PER_TRANSACTION, Item, LoadErrorsUpdate, connect, is_busy, write
 
 #: Attempts at one batch when the database stays locked past the busy timeout.
 WRITE_ATTEMPTS = 3
@@ -33,167 +39,146 @@ class _Prune:
         self.keep = keep
 
 
-_Entry = tuple[Union[Path, None], Union[Item, _Prune]]
+#: (database, what to write or a prune, the root of the home it is recorded for).
+_Entry = tuple[Union[Path, None], Union[Item, _Prune], Union[Path, None]]
 
 
 class SQLiteWriter:
     def __init__(self) -> None:
-        self._reset()
-        self._report = ReportOnce()
+        # At most one transaction's rows per batch: a batch retried after "locked" is
+        # never partly committed already, and a refused one loses exactly its records.
+        self._background: BackgroundWriter[_Entry] = BackgroundWriter(
+            self._write,
+            name="hookbus-sqlite-writer",
+            batch_delay=0.0,  # write as soon as woken: batches form while a write runs
+            max_batch=ROWS_PER_TRANSACTION,
+            on_stop=self._close_connections,
+        )
+        self._lock = threading.Lock()
+        self._start_fresh()
 
-    def _reset(self) -> None:
-        self._condition = threading.Condition()
-        self._queue: deque[_Entry] = deque()
-        self._submitted = 0
-        self._written = 0
-        self._users = 0
-        self._stopping = False
-        self._thread: threading.Thread | None = None
-        #: The database each open bus last wrote to (by ``id(bus)``), for pruning.
-        self._paths: dict[int, Path] = {}
+    def _start_fresh(self) -> None:
+        #: Open on the writer's thread only (sqlite3 connections belong to their thread).
+        self._connections: dict[Path, sqlite3.Connection] = {}
+        self._report = ReportOnce()
+        #: Records lost, by the root of the home they were recorded for.
+        self._lost: Counter[Path] = Counter()
+        #: The database each open bus (by ``id(bus)``) last wrote to, for pruning.
+        self._paths: dict[int, Path | None] = {}
 
     def after_fork_in_child(self) -> None:
-        """A forked child has none of the parent's threads and must not use its locks or
-        connections: start over empty (the parent writes what it had queued)."""
-        users = self._users
-        self._reset()
-        self._report = ReportOnce()
-        self._users = users
+        """A forked child has none of the parent's threads and must not use (or close) its
+        connections: start over empty, with the parent's buses still counted as open (the
+        parent writes what it had queued; the BackgroundWriter resets itself)."""
+        _inherited.extend(self._connections.values())  # kept, never closed, in the child
+        owners = list(self._paths)
+        self._lock = threading.Lock()
+        self._start_fresh()
+        self._paths = dict.fromkeys(owners)
+
+    def lost_in(self, home: Home) -> int:
+        """Records of ``home`` that did not reach its database, in this process."""
+        return self._lost[home.root]
+
+    @property
+    def lost_records(self) -> int:
+        """Records of every home that did not reach a database, in this process (and any
+        of a batch the writer itself failed on, which belong to no one home)."""
+        return sum(self._lost.values()) + self._background.failed
 
     # -- the buses' side --------------------------------------------------------------
 
-    def acquire(self) -> None:
-        with self._condition:
-            self._users += 1
-            self._stopping = False  # a bus opening while the last one closes keeps the thread
+    def acquire(self, owner: int) -> None:
+        with self._lock:
+            self._paths.setdefault(owner, None)
+        self._background.acquire()
 
-    def release(self, owner: int, timeout: float | None = None) -> None:
+    def release(self, owner: int, timeout: float | None = None) -> bool:
         """Flush; then stop the thread (closing its connections) when no bus uses it any
         more, or else close the connections only the releasing bus used."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def remaining() -> float | None:
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-        self.flush(timeout)
-        with self._condition:
-            self._users = max(0, self._users - 1)
+        with self._lock:
             self._paths.pop(owner, None)
-            thread = self._thread
-            if thread is None:
-                return
-            pruning = bool(self._users)
-            if pruning:
-                self._enqueue(None, _Prune(frozenset(self._paths.values())))
-            else:
-                self._stopping = True
-                self._condition.notify_all()
-                # Until it exits, or a bus opening meanwhile keeps it (acquire).
-                self._condition.wait_for(
-                    lambda: self._thread is not thread or bool(self._users), remaining()
-                )
-                if self._thread is thread:
-                    return
-        if pruning:
-            self.flush(remaining())  # the prune is done when this returns
-        else:
-            thread.join(remaining())  # it closes its connections on its way out
+            others = [path for path in self._paths.values() if path is not None]
+            pruning = bool(self._paths)
+        if pruning:  # written before release returns: it flushes
+            self._background.submit((None, _Prune(frozenset(others)), None))
+        return self._background.release(timeout)
 
-    def submit(self, path: Path, item: Item, owner: int) -> None:
-        with self._condition:
-            self._paths[owner] = path
-            self._enqueue(path, item)
-
-    def _enqueue(self, path: Path | None, item: Item | _Prune) -> None:
-        self._queue.append((path, item))
-        self._submitted += 1
-        if self._thread is None:
-            self._stopping = False
-            self._thread = threading.Thread(
-                target=self._run, name="hookbus-sqlite-writer", daemon=True
-            )
-            self._thread.start()
-        self._condition.notify_all()
+    def submit(self, path: Path, item: Item, owner: int, home: Home) -> None:
+        if self._paths.get(owner) is not path:  # the path is cached: one check per record
+            with self._lock:
+                self._paths[owner] = path
+        if not self._background.submit((path, item, home.root)) and isinstance(item, RunRecord):
+            self._count_lost(home.root, 1)  # reported by the BackgroundWriter
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything submitted so far is written; False on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._condition:
-            target = self._submitted
-            while self._written < target:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._condition.wait(remaining)
-        return True
+        return self._background.flush(timeout)
+
+    def _count_lost(self, root: Path, records: int) -> None:
+        with self._lock:
+            self._lost[root] += records
 
     # -- the thread's side ------------------------------------------------------------
 
-    def _run(self) -> None:
-        me = threading.current_thread()
-        connections: dict[Path, sqlite3.Connection] = {}
-        try:
-            while True:
-                with self._condition:
-                    while not self._queue and not self._stopping:
-                        self._condition.wait()
-                    if not self._queue:
-                        if self._thread is me:
-                            self._thread = None
-                        self._condition.notify_all()
-                        return
-                    batch = list(self._queue)
-                    self._queue.clear()
-                try:
-                    self._write(batch, connections)
-                finally:
-                    with self._condition:
-                        self._written += len(batch)
-                        self._condition.notify_all()
-        finally:
-            for connection in connections.values():
-                connection.close()
-            connections.clear()
-
-    def _write(self, batch: list[_Entry], connections: dict[Path, sqlite3.Connection]) -> None:
-        by_path: dict[Path, list[Item]] = {}
-        for path, item in batch:
+    def _write(self, batch: list[_Entry]) -> None:
+        """Each database's entries of the batch together; a prune in its place (after the
+        records of the bus that closed, which may be in this batch too)."""
+        by_path: dict[Path, list[_Entry]] = {}
+        for entry in batch:
+            path, item, _ = entry
             if isinstance(item, _Prune):
-                for stale in [p for p in connections if p not in item.keep and p not in by_path]:
-                    connections.pop(stale).close()
+                self._write_each(by_path)
+                by_path = {}
+                for stale in [p for p in self._connections if p not in item.keep]:
+                    self._connections.pop(stale).close()
             elif path is not None:
-                by_path.setdefault(path, []).append(item)
-        for path, items in by_path.items():
-            self._write_to(path, items, connections)
+                by_path.setdefault(path, []).append(entry)
+        self._write_each(by_path)
 
-    def _write_to(
-        self, path: Path, items: list[Item], connections: dict[Path, sqlite3.Connection]
-    ) -> None:
+    def _write_each(self, by_path: dict[Path, list[_Entry]]) -> None:
+        for path, entries in by_path.items():
+            self._write_to(path, entries)
+
+    def _write_to(self, path: Path, entries: list[_Entry]) -> None:
+        items = [item for _, item, _ in entries if not isinstance(item, _Prune)]
         key = f"writing {path}"
-        if path not in connections and not os.path.exists(path) and all(
+        if path not in self._connections and not os.path.exists(path) and all(
             isinstance(item, LoadErrorsUpdate) and not any(item.errors.values())
             for item in items
         ):
             return  # hooks that load fine: nothing to clear in a database not made yet
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                connection = connections.get(path)
+                connection = self._connections.get(path)
                 if connection is None:
-                    connection = connections[path] = connect(path, create=True)
+                    connection = self._connections[path] = connect(path, create=True)
                 write(connection, items)
             except Exception as exc:  # a full disk or a broken file must not kill the writer
-                stale = connections.pop(path, None)
+                stale = self._connections.pop(path, None)
                 if stale is not None:
                     stale.close()  # start afresh: the file may have been replaced
                 if isinstance(exc, sqlite3.Error) and is_busy(exc) and attempt < WRITE_ATTEMPTS:
                     continue
-                lost = sum(1 for item in items if not isinstance(item, LoadErrorsUpdate))
+                lost = Counter(root for _, item, root in entries if isinstance(item, RunRecord) and root)
+                for root, records in lost.items():
+                    self._count_lost(root, records)
                 self._report.failed(
                     key,
-                    f"hookbus sqlite recorder: writing {path} failed ({type(exc).__name__}: {exc})"
-                    + (f"; {lost} record(s) lost" if lost else ""),
+                    f"hookbus sqlite recorder: writing {path} failed ({type(exc).__name__}: {exc})",
+                    lost=sum(lost.values()),
                 )
                 return
             else:
                 self._report.succeeded(key)
                 return
+
+    def _close_connections(self) -> None:
+        """The thread is ending: its connections end with it (a WAL is checkpointed away
+        when the last connection to it closes)."""
+        while self._connections:
+            self._connections.popitem()[1].close()
+
+
+#: Connections a forked child inherited: never used, and never closed, in the child.
+_inherited: list[sqlite3.Connection] = []
