@@ -9,49 +9,66 @@ JSONL log) and add spans::
 ``{"recorder": "otel"}`` sends spans only (``hookbus log`` then has nothing to read).
 
 Each fire becomes one span, named ``hookbus <event> <hook_id>``, that starts at the
-record's ``at`` and lasts its ``duration``, with the attributes ``hookbus.hook_id``,
-``hookbus.event``, ``hookbus.mode``, ``hookbus.status``, ``hookbus.duration_ms``,
-``hookbus.manual``, and ``hookbus.error``, ``hookbus.thread_id`` and ``hookbus.note`` when
-the record has them. Its status is ERROR (with the error as description) when the fire
-failed, OK otherwise: a deny is a decision, not an error.
+record's ``at`` and lasts its ``duration``, with attributes in OpenTelemetry's naming style
+(lowercase, dot-namespaced; ``span_attributes``): ``hookbus.hook.id``, ``hookbus.hook.mode``, ``hookbus.event``,
+``hookbus.status``, ``hookbus.decision.behavior``, ``hookbus.duration_ms``, ``hookbus.manual``,
+and ``hookbus.decision.note``, ``hookbus.thread.id`` and ``error.type`` when they apply. Its
+status is ERROR (with the error as description) when the fire failed, OK otherwise: a deny is
+a decision, not an error.
 
-Spans go to the global tracer provider (``opentelemetry.trace.get_tracer_provider()``), so
-whatever the daemon configured (an OTLP exporter pointed by ``OTEL_EXPORTER_OTLP_ENDPOINT``,
-say) is used; with none configured they cost next to nothing and go nowhere.
-``set_tracer_provider_for_hookbus(provider)`` sends them to another provider instead (tests
-use it with the SDK's in-memory exporter). A sync hook's span is a child of the span current
-on the thread that called ``emit``, so hook fires nest under the daemon's own spans.
+Where spans go, first that applies: the provider given to
+``set_tracer_provider_for_hookbus`` (tests); the global tracer provider, once the daemon (or
+``opentelemetry-instrument``) has set one, so the daemon's own setup always wins, even when
+it is set after the bus started; else a provider of hookbus-otel's own, built from the
+standard ``OTEL_*`` variables when a bus starts (or on the first fire), that exports over
+OTLP/HTTP with a BatchSpanProcessor (``hookbus_otel.export``). With no ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` it builds none: spans go nowhere, as with the API's
+no-op provider, and that is said once on the ``hookbus.otel`` logger. A sync hook's span is a
+child of the span current on the thread that called ``emit``.
 
-Recording never raises into the bus: a tracer or exporter that fails is logged once on the
-``hookbus.otel`` logger (and once more when it recovers), and the fire is decided and
-recorded by the other recorders as usual. ``close()`` of the bus force-flushes the provider
-the spans went to, so that none are lost when the daemon exits.
+Recording never raises into the bus and never changes a decision. A tracer that fails is
+logged once on the ``hookbus.otel`` logger (and once more when it recovers); spans the
+collector refuses or never gets, and spans a full export queue turns away, are counted and
+reported once: ``lost_records(home)`` says how many, and ``bus.lost_records`` and the bus's
+closing total include them. ``close()`` of the bus force-flushes the provider the spans went
+to, so that none are left behind when the daemon exits.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from hookbus import hookimpl
-from hookbus.records import RunRecord
+from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord
+from hookbus.redaction import RedactingFilter
 from hookbus.reporting import ReportOnce
 from opentelemetry import trace
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
+    from hookbus.home import Home
+
+    from hookbus_otel.export import OwnProvider
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ENDPOINT_VARIABLES",
     "FLUSH_TIMEOUT_MILLIS",
     "TRACER_NAME",
     "__version__",
+    "error_type",
     "hookbus_record",
     "hookbus_shutdown",
+    "hookbus_startup",
+    "lost_records",
     "set_tracer_provider_for_hookbus",
     "span_attributes",
     "span_name",
@@ -63,12 +80,21 @@ TRACER_NAME = "hookbus"
 #: How long closing a bus waits for the provider to export its spans.
 FLUSH_TIMEOUT_MILLIS = 30_000
 
+#: Either one says where the collector is; with neither, hookbus-otel builds no exporter.
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+#: The general conventions' value for an error of no known kind.
+OTHER_ERROR = "_OTHER"
+
 logger = logging.getLogger("hookbus.otel")
+# Filters on "hookbus" do not see this child's records: a backend key echoed in an export
+# error must be masked here too.
+logger.addFilter(RedactingFilter())
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 _lock = threading.Lock()
-#: The provider set by set_tracer_provider_for_hookbus; None: the global one.
+#: The provider set by set_tracer_provider_for_hookbus; None: the global one, or our own.
 _provider: trace.TracerProvider | None = None
 #: The tracer of the provider last used, so a fire does not ask the provider again.
 _tracer: tuple[trace.TracerProvider, trace.Tracer] | None = None
@@ -76,13 +102,19 @@ _tracer: tuple[trace.TracerProvider, trace.Tracer] | None = None
 _unflushed: list[trace.TracerProvider] = []
 #: Failures are logged once until they recover, as the core's are.
 _report = ReportOnce(logger)
-#: The one thing this plugin can fail at, as its reports name it.
+#: A tracer failing to make spans, as its reports name it (export failures are export's).
 _EMITTING = "hookbus-otel: emitting spans"
+#: Spans the tracer failed to make, by the home whose bus recorded them.
+_not_emitted: Counter[Path] = Counter()
+#: The OTLP provider built from the environment, once it was asked for (None inside: the
+#: environment says to send spans nowhere).
+_own: list[OwnProvider | None] = []
 
 
 def set_tracer_provider_for_hookbus(provider: trace.TracerProvider | None) -> None:
     """Send the spans to ``provider`` instead of the global tracer provider (None: back to
-    the global one). For tests, and for daemons that keep hookbus's spans apart.
+    the global one, or hookbus-otel's own OTLP one). For tests, and for daemons that keep
+    hookbus's spans apart.
 
     A failure of the new provider is reported afresh, even if the old one was failing.
     """
@@ -98,22 +130,45 @@ def span_name(record: RunRecord) -> str:
     return f"hookbus {record.event} {record.hook_id}"
 
 
+def error_type(error: str) -> str:
+    """``error.type`` of a failed fire: hookbus's own failure kinds (``timeout``, ``crash``,
+    ``killed``), read from the error's wording since a record does not carry the kind, else
+    ``_OTHER``. Low-cardinality by design: the whole error is the span status's description."""
+    if error.startswith("timed out") or "did not return within its timeout" in error:
+        return "timeout"
+    if error.startswith(("exited with status", "runner ", "the prompt provider raised", "could not start")):
+        return "crash"
+    if error.startswith(("killed by", "interrupted", "cancelled")) or error == CANCELLED_AT_SHUTDOWN:
+        return "killed"
+    return OTHER_ERROR
+
+
 def span_attributes(record: RunRecord) -> dict[str, str | bool | float]:
-    """The span's attributes; error, thread_id and note only when the record has them."""
+    """The span's attributes; the decision's behavior, note, thread id and error type only
+    when the record has them. The decision's reason, rewritten input and context are not
+    sent: they can carry tool input and prompt text.
+
+    Named as OpenTelemetry's naming rules ask (lowercase, namespaced under ``hookbus.``);
+    ``error.type`` is the general conventions' own. The OS thread is semconv's
+    ``thread.id``, so the conversation thread a prompt or workflow ran in is
+    ``hookbus.thread.id``."""
     attributes: dict[str, str | bool | float] = {
-        "hookbus.hook_id": record.hook_id,
+        "hookbus.hook.id": record.hook_id,
+        "hookbus.hook.mode": record.mode,
         "hookbus.event": record.event,
-        "hookbus.mode": record.mode,
         "hookbus.status": record.status,
         "hookbus.duration_ms": round(record.duration * 1000, 3),
         "hookbus.manual": record.manual,
     }
-    if record.error:
-        attributes["hookbus.error"] = record.error
-    if record.thread_id:
-        attributes["hookbus.thread_id"] = record.thread_id
+    behavior = (record.decision or {}).get("behavior")
+    if isinstance(behavior, str):
+        attributes["hookbus.decision.behavior"] = behavior
     if record.note:
-        attributes["hookbus.note"] = record.note
+        attributes["hookbus.decision.note"] = record.note
+    if record.thread_id:
+        attributes["hookbus.thread.id"] = record.thread_id
+    if record.error:
+        attributes["error.type"] = error_type(record.error)
     return attributes
 
 
@@ -133,9 +188,46 @@ def span_times(record: RunRecord) -> tuple[int, int]:
     return start, start + duration_ns
 
 
+def _own_provider() -> OwnProvider | None:
+    """hookbus-otel's OTLP provider, built from the environment on first use; None when the
+    environment sends spans nowhere. Built once per process (the variables are read then),
+    and a failure to build it is final too: it would fail the same way on every fire."""
+    if _own:
+        return _own[0]
+    with _lock:
+        if not _own:
+            own: OwnProvider | None = None
+            try:
+                from hookbus_otel.export import build_own_provider
+
+                own = build_own_provider()
+            except Exception as exc:
+                logger.error(
+                    "hookbus-otel could not set up its OTLP exporter from the OTEL_* variables "
+                    "(%s: %s): spans go nowhere in this process; fix the variable it names, or "
+                    "set a tracer provider up in the daemon",
+                    type(exc).__name__,
+                    exc,
+                )
+            _own.append(own)
+    return _own[0]
+
+
+def _no_provider_to_defer_to() -> bool:
+    """Whether spans would go to the API's proxy: no provider of the daemon's, none set for
+    hookbus. The proxy stands in until someone sets a provider."""
+    return _provider is None and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def _current_tracer() -> tuple[trace.TracerProvider, trace.Tracer]:
     global _tracer
     provider = _provider if _provider is not None else trace.get_tracer_provider()
+    # Checked on every fire, so that a daemon that sets its provider after the bus started
+    # takes over from then on.
+    if _no_provider_to_defer_to():
+        own = _own_provider()
+        if own is not None:
+            provider = own.provider
     cached = _tracer
     if cached is not None and cached[0] is provider:
         return cached
@@ -146,8 +238,19 @@ def _current_tracer() -> tuple[trace.TracerProvider, trace.Tracer]:
 
 
 @hookimpl
-def hookbus_record(record: RunRecord) -> None:
+def hookbus_startup(bus: HookBus) -> None:
+    """With a collector named in the environment and no provider to defer to, set
+    hookbus-otel's own provider up now: importing the exporter takes about 0.1 s, which the
+    first fire would otherwise pay inside its emit. (Whether ``otel`` records is not known
+    yet; an endpoint variable is the operator's word that this process exports.)"""
+    if _no_provider_to_defer_to() and any(os.environ.get(name, "").strip() for name in ENDPOINT_VARIABLES):
+        _own_provider()
+
+
+@hookimpl
+def hookbus_record(bus: HookBus, record: RunRecord) -> None:
     """One span per fire; never raises."""
+    home = bus.home.root
     try:
         provider, tracer = _current_tracer()
         if provider not in _unflushed:  # before the span: a half-made one may be buffered
@@ -167,14 +270,49 @@ def hookbus_record(record: RunRecord) -> None:
             else:
                 span.set_status(trace.Status(trace.StatusCode.OK))
         finally:
-            span.end(end_time=end)
+            _end_span(span, end, home)
     except Exception as exc:
+        with _lock:
+            _not_emitted[home] += 1
         _report.failed(
             _EMITTING,
             f"hookbus-otel could not emit the span of hook {record.hook_id!r}: {type(exc).__name__}: {exc}",
+            lost=1,
         )
     else:
         _report.succeeded(_EMITTING)
+
+
+def _end_span(span: trace.Span, end: int, home: Path) -> None:
+    """End ``span``, telling our own processor (which ``end`` calls on this thread) whose
+    span it is, so that a loss is counted for the right home."""
+    if not _own or _own[0] is None:
+        span.end(end_time=end)
+        return
+    from hookbus_otel.export import ending_span_home
+
+    ending_span_home.home = home
+    try:
+        span.end(end_time=end)
+    finally:
+        ending_span_home.home = None
+
+
+def lost_records(home: Home | None = None) -> int:
+    """Fires of ``home`` (of every home, when None) whose span this process lost: the tracer
+    failed to make it, or hookbus-otel's own OTLP exporter could not deliver it (the
+    collector refused it or could not be reached, or the export queue was full). Each
+    failure is also reported on the ``hookbus.otel`` logger, once until it recovers.
+    ``bus.lost_records`` asks this of the bus's home.
+
+    Spans given to a daemon's own tracer provider are its SDK's to count: they are lost
+    there, if at all, out of hookbus's sight."""
+    with _lock:
+        lost = sum(_not_emitted.values()) if home is None else _not_emitted[home.root]
+    own = _own[0] if _own else None
+    if own is not None:
+        lost += own.ledger.lost_in(None if home is None else home.root)
+    return lost
 
 
 @hookimpl
@@ -182,6 +320,8 @@ def hookbus_shutdown(bus: HookBus) -> None:
     """Flush the providers that got spans, so that none are lost when the daemon exits.
 
     A provider without ``force_flush`` (the API's no-op and proxy providers) is skipped.
+    With hookbus-otel's own provider and a collector that is down, this takes up to
+    ``OTEL_EXPORTER_OTLP_TIMEOUT`` per batch left (10 s by default).
     """
     with _lock:
         providers = list(_unflushed)
@@ -198,4 +338,3 @@ def hookbus_shutdown(bus: HookBus) -> None:
                 )
         except Exception as exc:
             logger.error("hookbus-otel: flushing the tracer provider raised %s: %s", type(exc).__name__, exc)
-

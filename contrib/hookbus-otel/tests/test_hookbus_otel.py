@@ -33,7 +33,7 @@ from opentelemetry.util import types as otel_types
 
 import hookbus_otel
 from hookbus import HookBus, HookBusError, HookCall, Outcome, RunnerRegistration, hookimpl
-from hookbus.bus import NOT_BLOCKING_NOTE
+from hookbus.merge import NOT_BLOCKING_NOTE
 from hookbus.runners import ParseContext
 from hookbus.prompts import PromptRequest, PromptResult
 from hookbus.records import RunRecord
@@ -42,6 +42,8 @@ from hookbus.testing import CaptureRecorder, Fired, TestHome
 BOTH = {"recorder": ["recorder", "otel"]}
 ENVELOPE = {"tool_name": "write_file", "tool_input": {"path": ".env"}}
 MS = 1_000_000  # one millisecond in ns
+#: The attribute names before they followed OpenTelemetry's naming style.
+OLD_NAMES = {"hookbus.hook_id", "hookbus.mode", "hookbus.error", "hookbus.thread_id", "hookbus.note"}
 
 
 # -- fixtures and helpers --------------------------------------------------------------
@@ -70,7 +72,7 @@ def spans_by_hook(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
     by_hook: dict[str, ReadableSpan] = {}
     for span in spans:
         assert span.attributes is not None
-        hook_id = span.attributes["hookbus.hook_id"]
+        hook_id = span.attributes["hookbus.hook.id"]
         assert isinstance(hook_id, str)
         assert hook_id not in by_hook, f"two spans for hook {hook_id!r}: {[s.name for s in spans]}"
         by_hook[hook_id] = span
@@ -78,20 +80,22 @@ def spans_by_hook(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
 
 
 def expected_attributes(record: RunRecord) -> dict[str, Any]:
+    """What the span of ``record`` carries, but ``error.type`` (its value is checked where
+    the kind of failure is known)."""
     expected: dict[str, Any] = {
-        "hookbus.hook_id": record.hook_id,
+        "hookbus.hook.id": record.hook_id,
+        "hookbus.hook.mode": record.mode,
         "hookbus.event": record.event,
-        "hookbus.mode": record.mode,
         "hookbus.status": record.status,
         "hookbus.duration_ms": round(record.duration * 1000, 3),
         "hookbus.manual": record.manual,
     }
-    if record.error is not None:
-        expected["hookbus.error"] = record.error
+    if record.decision is not None and "behavior" in record.decision:
+        expected["hookbus.decision.behavior"] = record.decision["behavior"]
     if record.thread_id is not None:
-        expected["hookbus.thread_id"] = record.thread_id
+        expected["hookbus.thread.id"] = record.thread_id
     if record.note is not None:
-        expected["hookbus.note"] = record.note
+        expected["hookbus.decision.note"] = record.note
     return expected
 
 
@@ -102,7 +106,10 @@ def check_span(span: ReadableSpan, record: RunRecord, window: tuple[int, int]) -
     assert span.kind is trace.SpanKind.INTERNAL
     assert span.instrumentation_scope is not None
     assert span.instrumentation_scope.name == "hookbus"
-    assert dict(span.attributes or {}) == expected_attributes(record)
+    attributes = dict(span.attributes or {})
+    assert ("error.type" in attributes) == bool(record.error)
+    attributes.pop("error.type", None)
+    assert attributes == expected_attributes(record)
     assert span.start_time is not None and span.end_time is not None
     assert abs((span.end_time - span.start_time) - record.duration * 1e9) <= MS
     # ``at`` has millisecond resolution: the start may be up to 1 ms before the run began.
@@ -166,15 +173,26 @@ def test_each_sync_hook_fire_is_one_span(
         "d-fails": "allow",  # a failed hook says allow and carries the error
         "e-advisory": "deny",
     }
-    assert str(attributes["d-fails"]["hookbus.error"]).startswith("exited with status 3: it broke")
+    assert attributes["d-fails"]["error.type"] == "crash"
+    assert str(spans["d-fails"].status.description).startswith("exited with status 3: it broke")
     assert spans["d-fails"].status.status_code is trace.StatusCode.ERROR
     assert [h for h, span in spans.items() if span.status.status_code is trace.StatusCode.ERROR] == [
         "d-fails"
     ]
-    assert attributes["e-advisory"]["hookbus.note"] == NOT_BLOCKING_NOTE
-    assert all("hookbus.error" not in a for h, a in attributes.items() if h != "d-fails")
-    assert all("hookbus.thread_id" not in a for a in attributes.values())
-    assert all(a["hookbus.manual"] is False and a["hookbus.mode"] == "sync" for a in attributes.values())
+    assert attributes["e-advisory"]["hookbus.decision.note"] == NOT_BLOCKING_NOTE
+    # The hook's own decision, whatever the merge made of it: the advisory one said deny.
+    assert {hook_id: a["hookbus.decision.behavior"] for hook_id, a in attributes.items()} == {
+        "a-allow": "allow",
+        "b-deny": "deny",
+        "c-context": "context",
+        "d-fails": "allow",
+        "e-advisory": "deny",
+    }
+    assert all("error.type" not in a for h, a in attributes.items() if h != "d-fails")
+    assert all("hookbus.thread.id" not in a for a in attributes.values())
+    assert all(a["hookbus.manual"] is False and a["hookbus.hook.mode"] == "sync" for a in attributes.values())
+    # The old names are gone, not sent twice.
+    assert not [k for a in attributes.values() for k in a if k in OLD_NAMES]
 
 
 @pytest.mark.timeout(60)
@@ -192,7 +210,7 @@ def test_the_builtin_log_still_gets_its_lines(
     spans = exporter.get_finished_spans()
     assert len(entries) == len(spans) == 10
     assert sorted(e["hook_id"] for e in entries) == sorted(
-        str((s.attributes or {})["hookbus.hook_id"]) for s in spans
+        str((s.attributes or {})["hookbus.hook.id"]) for s in spans
     )
     state = json.loads((hookbus_home.root / "hooks" / "b-deny" / "state.json").read_text())
     assert state["last_status"] == "deny"
@@ -225,9 +243,10 @@ def test_async_hook_fires_are_spans_when_they_finish(
     assert spans["slow"].end_time - spans["slow"].start_time >= 300 * MS
     assert spans["slow"].status.status_code is trace.StatusCode.OK
     broken = dict(spans["broken"].attributes or {})
-    assert broken["hookbus.mode"] == "async"
+    assert broken["hookbus.hook.mode"] == "async"
     assert broken["hookbus.status"] == "error"
-    assert str(broken["hookbus.error"]).startswith("exited with status 7: disk full")
+    assert broken["error.type"] == "crash"
+    assert str(spans["broken"].status.description).startswith("exited with status 7: disk full")
     assert spans["broken"].status.status_code is trace.StatusCode.ERROR
 
 
@@ -247,7 +266,7 @@ def test_a_manual_trigger_is_one_span_marked_manual(
     assert span.name == "hookbus ThreadStart by-hand"
     attributes = dict(span.attributes or {})
     assert attributes["hookbus.manual"] is True
-    assert attributes["hookbus.mode"] == "async"  # a manual fire is recorded as async
+    assert attributes["hookbus.hook.mode"] == "async"  # a manual fire is recorded as async
     assert attributes["hookbus.status"] == "done"
 
 
@@ -271,7 +290,7 @@ def test_the_thread_id_of_an_async_prompt_hook_is_an_attribute(
         (record,) = capture.wait_for(1, timeout=30)
     assert record.thread_id == "t-77"
     (span,) = exporter.get_finished_spans()
-    assert (span.attributes or {})["hookbus.thread_id"] == "t-77"
+    assert (span.attributes or {})["hookbus.thread.id"] == "t-77"
     assert (span.attributes or {})["hookbus.status"] == "done"
 
 
@@ -324,6 +343,7 @@ def test_the_span_of_a_runner_that_overran_starts_when_it_started(
         ended = time.time_ns()
     stalled = spans_by_hook(exporter)["b-stall"]
     assert stalled.status.status_code is trace.StatusCode.ERROR
+    assert (stalled.attributes or {})["error.type"] == "timeout"
     assert stalled.start_time is not None and stalled.end_time is not None
     assert stalled.start_time <= began + 250 * MS  # it started with the emit
     assert stalled.end_time >= ended - 250 * MS  # and ran until the bus gave up on it
@@ -641,13 +661,16 @@ def test_a_record_whose_at_does_not_parse_ends_now() -> None:
 
 
 @pytest.mark.timeout(30)
-def test_recording_from_many_threads_gives_one_span_each(exporter: InMemorySpanExporter) -> None:
+def test_recording_from_many_threads_gives_one_span_each(
+    exporter: InMemorySpanExporter, hookbus_bus: HookBus
+) -> None:
     def record(index: int) -> None:
         hookbus_otel.hookbus_record(
-            RunRecord(
+            bus=hookbus_bus,
+            record=RunRecord(
                 at="2026-11-29T18:14:06.123Z", hook_id=f"h{index}", event="Stop",
                 mode="async", status="done", duration=0.001,
-            )
+            ),
         )
 
     threads = [threading.Thread(target=record, args=(i,)) for i in range(16)]
