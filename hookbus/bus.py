@@ -19,6 +19,7 @@ from hookbus.decision import ALLOW, Decision
 from hookbus.dispatch import Dispatcher
 from hookbus.envelope import check_envelope, encode_envelope
 from hookbus.errors import BusClosedError, Problem
+from hookbus.events import CONTINUE_EVENTS
 from hookbus.home import Home
 from hookbus.merge import Decider
 from hookbus.plugins import build_plugin_manager, build_runner_table, call_each, config_problems, describe_plugins
@@ -188,18 +189,23 @@ class HookBus:
     def _fire(
         self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook], settings: Settings, merged: list[Merged] | None = None
     ) -> Decision:
-        self._publisher.ensure_watching()
+        watcher = self._publisher.watcher
+        if watcher is not None:
+            watcher.ensure_running()
         if self._closed:  # close() may have begun since emit looked
             raise BusClosedError("emit on a closed HookBus")
         # Encoded once, here, for every hook it fires: an envelope that cannot be JSON is
         # the caller's error to hear about, not something a worker thread dies of later.
         full, payload = encode_envelope(event, envelope)
-        sync_hooks = [hook for hook in hooks if hook.is_sync]
-        for hook in hooks:
-            if not hook.is_sync:
+        sync_hooks = []
+        for hook in hooks:  # one pass, no comprehension: an async fire is on the agent's clock
+            if hook.is_sync:
+                sync_hooks.append(hook)
+            else:
                 self._dispatcher.submit_async(hook, event, full, payload, settings)
         if not sync_hooks:
-            self._stops.answered(event, envelope, ALLOW)
+            if event in CONTINUE_EVENTS:
+                self._stops.answered(event, envelope, ALLOW)
             return ALLOW
         with self._dispatcher.emitting() as cancel:
             runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel)

@@ -78,8 +78,7 @@ class Dispatcher:
         self._interrupted: str | None = None
 
     def submit_async(self, hook: Hook, event: str, full: Mapping[str, Any], payload: bytes, settings: Settings) -> None:
-        workers = self._async or self._start_async_workers()
-        workers.submit((hook, event, full, payload, False, settings))
+        (self._async or self._start_async_workers()).submit((hook, event, full, payload, False, settings))
 
     def emitting(self) -> _Emitting:
         """``with dispatcher.emitting() as cancel:`` around all an emit with sync hooks does

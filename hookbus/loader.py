@@ -245,9 +245,9 @@ class HookLoader:
             return HookState(_signature(str(directory)), None, (problem,))
         strict_modes = self.settings.strict_modes
 
-        def check_files(dir_fd: int) -> tuple[Findings, Findings]:
+        def check_files(dir_fd: int, listing: list[str]) -> tuple[Findings, Findings]:
             # The spec file is checked on the fstat of what was read, below.
-            return entry_refusals(dir_fd, directory, strict_modes, skip=_NOT_CHECKED_AGAIN)
+            return entry_refusals(dir_fd, directory, strict_modes, skip=_NOT_CHECKED_AGAIN, names=listing)
 
         try:
             spec = read_spec_file(directory, SPEC_NAMES, inspect=check_files)

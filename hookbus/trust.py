@@ -99,14 +99,20 @@ Findings = list[tuple[Path, str]]
 
 
 def entry_refusals(
-    dir_fd: int, shown: Path, strict_modes: bool, skip: tuple[str, ...] = (), relaxable: bool = True
+    dir_fd: int,
+    shown: Path,
+    strict_modes: bool,
+    skip: tuple[str, ...] = (),
+    relaxable: bool = True,
+    names: list[str] | None = None,
 ) -> tuple[Findings, Findings]:
     """Check every entry under the open directory ``dir_fd`` (shown as ``shown``):
     ``(refusals, warnings)`` as (path, message). Subdirectories are checked too; a symbolic
     link is checked by where it leads. ``skip`` names entries of the top directory itself
-    that are not checked (state.json, which hookbus writes and never runs)."""
+    that are not checked (state.json, which hookbus writes and never runs). ``names``: the
+    top directory's listing, when the caller has just taken it."""
     check = _EntryCheck(strict_modes, relaxable)
-    check.directory(dir_fd, shown, skip, 0)
+    check.directory(dir_fd, shown, skip, 0, names)
     return check.refusals, check.warnings
 
 
@@ -120,9 +126,11 @@ class _EntryCheck:
         self.warnings: Findings = []
         self.budget = MAX_CHECKED_ENTRIES
 
-    def directory(self, dir_fd: int, shown: Path, skip: tuple[str, ...], depth: int) -> None:
-        with os.scandir(dir_fd) as entries:
-            names = sorted(entry.name for entry in entries)
+    def directory(self, dir_fd: int, shown: Path, skip: tuple[str, ...], depth: int, listed: list[str] | None = None) -> None:
+        if listed is None:
+            with os.scandir(dir_fd) as entries:
+                listed = [entry.name for entry in entries]
+        names = sorted(listed)
         # The temp files a state.json writer makes (".state.json.<pid>.<n>.tmp") go with it.
         temporaries = tuple(f".{name}." for name in skip)
         for name in names:
