@@ -107,7 +107,6 @@ def claude_output(host_event: str, event: str, decision: dict[str, Any], names: 
     ``tool`` is vixd's name of the tool, to put a rewritten input back in Claude's fields."""
     behavior = decision.get("behavior")
     reason = decision.get("reason")
-    context = decision.get("context")
     permission = decision.get("permission")
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {}
@@ -134,13 +133,7 @@ def claude_output(host_event: str, event: str, decision: dict[str, Any], names: 
         out.update(decision="block", reason=reason or "blocked by a hook")
     elif event in ("Stop", "SubagentStop") and decision.get("continue_with"):
         out.update(decision="block", reason=decision["continue_with"])
-    if context and event in CLAUDE_CONTEXT_EVENTS:
-        specific["additionalContext"] = context
-    if decision.get("halt"):
-        out.update({"continue": False, "stopReason": decision["halt"]})
-    if specific:
-        out["hookSpecificOutput"] = {"hookEventName": host_event, **specific}
-    return out
+    return _finish(out, specific, host_event, event, decision, CLAUDE_CONTEXT_EVENTS)
 
 
 def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
@@ -152,7 +145,6 @@ def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: 
     arguments (a field the hook left out keeps the model's value)."""
     behavior = decision.get("behavior")
     reason = decision.get("reason")
-    context = decision.get("context")
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {}
     if event in ("PreToolUse", "UserPromptSubmit") and behavior == "deny":
@@ -162,8 +154,16 @@ def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: 
         specific["tool_input"] = names.input_to_host(tool, new_input) if tool is not None else new_input
     elif event == "Stop" and decision.get("continue_with"):
         out.update(decision="deny", reason=decision["continue_with"])
-    if context and event in GEMINI_CONTEXT_EVENTS:
-        specific["additionalContext"] = context
+    return _finish(out, specific, host_event, event, decision, GEMINI_CONTEXT_EVENTS)
+
+
+def _finish(
+    out: dict[str, Any], specific: dict[str, Any], host_event: str, event: str, decision: dict[str, Any], context_events: tuple[str, ...]
+) -> dict[str, Any]:
+    """What both hosts spell alike: context where the host takes it, ``halt`` as
+    ``continue: false``, and the event's own part under ``hookSpecificOutput``."""
+    if decision.get("context") and event in context_events:
+        specific["additionalContext"] = decision["context"]
     if decision.get("halt"):
         out.update({"continue": False, "stopReason": decision["halt"]})
     if specific:
