@@ -314,3 +314,14 @@ def test_trigger_returns_the_duration_the_record_stores(write_hook: Writer, make
     assert stored == record
     assert record.duration == round(record.duration, 6)
 
+
+
+def test_list_is_not_stalled_by_a_fifo_where_a_broken_hooks_state_json_should_be(write_hook: Writer, home: Path) -> None:
+    """list reads a broken hook's state.json for the last-good marker: never a FIFO's."""
+    broken = write_hook("broken", command="exit 0")
+    broken.write_text('{"trigger": ')
+    os.mkfifo(broken.parent / "state.json", 0o600)
+    started = time.monotonic()
+    result = hookbus("list", "--home", str(home))
+    assert time.monotonic() - started < 30
+    assert "broken (not loaded)" in result.stdout
