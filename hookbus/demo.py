@@ -236,7 +236,7 @@ def run_demo(keep: bool = False) -> int:
             with HookBus(root) as reader:
                 for record in reader.read_runs():
                     print(f"  {record_line(record, Style(False))}")
-            print("\nTry it on your own home: hookbus validate, hookbus list, hookbus log, hookbus emit.")
+            print("\nTry it on your own home: hookbus validate, hookbus list, hookbus emit, hookbus explain (why a hook fired or not), hookbus log.")
             if keep:
                 print(f"kept the demo home: hookbus list --home {root}")
     finally:
