@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from hookbus.hookspecs import hookimpl, hookspec
     from hookbus.bus import HookBus
     from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_object
-    from hookbus.decision import ALLOW, Decision, HookResult, Outcome
+    from hookbus.decision import ALLOW, Decision, HookFailure, HookResult, Outcome
+    from hookbus.explain import Explanation, HookVerdict
     from hookbus.files import read_config_file
     from hookbus.errors import (
         BusClosedError,
@@ -57,6 +58,9 @@ _WHERE = {
     "ALLOW": "hookbus.decision",
     "Decision": "hookbus.decision",
     "HookResult": "hookbus.decision",
+    "HookFailure": "hookbus.decision",
+    "Explanation": "hookbus.explain",
+    "HookVerdict": "hookbus.explain",
     "Outcome": "hookbus.decision",
     "BusClosedError": "hookbus.errors",
     "EnvelopeError": "hookbus.errors",
@@ -100,15 +104,18 @@ __all__ = [
     "EVENT_NAMES",
     "EnvelopeError",
     "EventInfo",
+    "Explanation",
     "Home",
     "Hook",
     "HookBus",
     "HookBusError",
     "HookCall",
+    "HookFailure",
     "HookNotFoundError",
     "HooksDisabledError",
     "HookResult",
     "HookSpec",
+    "HookVerdict",
     "Outcome",
     "ParseContext",
     "PluginError",
