@@ -133,7 +133,7 @@ def claude_output(host_event: str, event: str, decision: dict[str, Any], names: 
         out.update(decision="block", reason=reason or "blocked by a hook")
     elif event in ("Stop", "SubagentStop") and decision.get("continue_with"):
         out.update(decision="block", reason=decision["continue_with"])
-    return _finish(out, specific, host_event, event, decision, CLAUDE_CONTEXT_EVENTS)
+    return _finish(out, specific, host_event, event, decision, claude_names.CONTEXT_EVENTS)
 
 
 def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
@@ -154,7 +154,7 @@ def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: 
         specific["tool_input"] = names.input_to_host(tool, new_input) if tool is not None else new_input
     elif event == "Stop" and decision.get("continue_with"):
         out.update(decision="deny", reason=decision["continue_with"])
-    return _finish(out, specific, host_event, event, decision, GEMINI_CONTEXT_EVENTS)
+    return _finish(out, specific, host_event, event, decision, gemini_names.CONTEXT_EVENTS)
 
 
 def _finish(
@@ -171,9 +171,6 @@ def _finish(
     return out
 
 
-#: vixd's events where each host hands ``additionalContext`` to the model.
-CLAUDE_CONTEXT_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "ThreadStart")
-GEMINI_CONTEXT_EVENTS = ("PostToolUse", "UserPromptSubmit", "ThreadStart")
 
 CLAUDE_CODE = Host(
     name="Claude Code",
@@ -184,7 +181,7 @@ CLAUDE_CODE = Host(
     names=DEFAULT_NAMES,
     variables=(("CLAUDE_PROJECT_DIR", "project_dir"), ("CLAUDE_ENV_FILE", "env_file")),
     render=claude_output,
-    context_events=CLAUDE_CONTEXT_EVENTS,
+    context_events=claude_names.CONTEXT_EVENTS,
     hears_permission=True,
     says_empty=False,
 )
@@ -196,7 +193,7 @@ GEMINI_CLI = Host(
     # Gemini CLI sets CLAUDE_PROJECT_DIR too, as an alias.
     variables=(("GEMINI_PROJECT_DIR", "project_dir"), ("CLAUDE_PROJECT_DIR", "project_dir")),
     render=gemini_output,
-    context_events=GEMINI_CONTEXT_EVENTS,
+    context_events=gemini_names.CONTEXT_EVENTS,
     hears_permission=False,
     # Gemini CLI parses stdout at exit 0 as JSON: say "nothing" in JSON.
     says_empty=True,

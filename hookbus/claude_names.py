@@ -34,6 +34,10 @@ VIX_EVENT = {
 }
 
 
+#: vixd's events on which Claude Code hands a hook's ``additionalContext`` to the model.
+CONTEXT_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "ThreadStart")
+
+
 class ToolName:
     """One tool's two names, vixd's and a host's (Claude Code's, Gemini CLI's), and its
     input fields' (vixd's name → the host's)."""

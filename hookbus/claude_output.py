@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from hookbus import claude_names, gemini_names
 from hookbus.claude_names import CLAUDE_EVENT
 from hookbus.decision import Behavior, Outcome, Permission, cap_text
 from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
 from hookbus.gemini_names import GEMINI_EVENT
 
 #: vixd's events on which Claude Code or Gemini CLI take ``additionalContext``.
-CONTEXT_EVENTS = frozenset({"PreToolUse", "PostToolUse", "UserPromptSubmit", "ThreadStart"})
+CONTEXT_EVENTS = frozenset(claude_names.CONTEXT_EVENTS + gemini_names.CONTEXT_EVENTS)
 
 #: The top-level keys that make an object Claude Code's (or Gemini CLI's) output. (A
 #: ``reason`` alone is not one: it explains a decision, and without one it is a mistake.)
@@ -118,16 +119,18 @@ def outcome_from_foreign(decision: dict[str, Any], event: str | None) -> Outcome
     return reading.outcome()
 
 
-def _names_of(event: str) -> tuple[str, ...]:
-    """What a hookSpecificOutput may call ``event``: vixd's name, Claude's, Gemini's."""
-    return tuple(dict.fromkeys((event, CLAUDE_EVENT.get(event, event), GEMINI_EVENT.get(event, event))))
+#: What a hookSpecificOutput may call each event: vixd's name, Claude's, Gemini's.
+_NAMES_OF = {
+    event: tuple(dict.fromkeys((event, CLAUDE_EVENT.get(event, event), GEMINI_EVENT.get(event, event))))
+    for event in EVENTS
+}
 
 
 def _read_specific(specific: dict[str, Any], event: str | None, reading: _Reading) -> None:
     """``hookSpecificOutput``, for what ``event`` takes of it (everything, for no event)."""
     named = specific.get("hookEventName")
-    if named is not None and event is not None and named not in _names_of(event):
-        expected = " or ".join(repr(name) for name in _names_of(event))
+    if named is not None and event is not None and named not in _NAMES_OF.get(event, (event,)):
+        expected = " or ".join(repr(name) for name in _NAMES_OF.get(event, (event,)))
         raise ForeignDecisionError(f'"hookSpecificOutput.hookEventName" is {named!r:.40}, not {expected}: another event\'s output')
 
     def takes(wanted: str) -> bool:

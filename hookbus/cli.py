@@ -23,7 +23,6 @@ from hookbus.clicore import (
     open_bus,
     read_envelope,
     say,
-    warn,
 )
 from hookbus.terminal import printable
 
@@ -31,8 +30,7 @@ from hookbus.terminal import printable
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    import contextlib
-    from typing import Any, Callable, Iterator, NoReturn, Sequence
+    from typing import Any, Callable, NoReturn, Sequence
 
     from pathlib import Path
 
@@ -139,9 +137,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _kept_by_a_running_bus(hook_dir: Path) -> bool:
     """Whether a bus that is running (vixd, ``hookbus serve``) keeps the last good version
     of a hook whose file is broken: it says so in the hook's state.json."""
-    from hookbus.errors import SpecError
+    from hookbus.errors import KEPT_LAST_GOOD, SpecError
     from hookbus.files import read_capped
-    from hookbus.views import KEPT_MARK
 
     try:
         data, _ = read_capped(hook_dir / "state.json", 1 << 20)
@@ -149,7 +146,7 @@ def _kept_by_a_running_bus(hook_dir: Path) -> bool:
     except (SpecError, ValueError):
         return False
     error = state.get("load_error") if isinstance(state, dict) else None
-    return isinstance(error, str) and KEPT_MARK in error
+    return isinstance(error, str) and KEPT_LAST_GOOD in error
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -512,7 +509,9 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "continue_with (Stop: go on with this) and halt (end the turn). Exit 0 for allow, "
         "context and modify, 2 for deny, 1 for "
         "a usage or config error, 130 or 143 when SIGINT or SIGTERM stopped it (the hooks are "
-        "killed and their fires recorded as interrupted). Async hooks finish before it exits. "
+        "killed and their fires recorded as interrupted). On stderr: one line for each sync "
+        "hook that failed (timed out, crashed, answered nothing readable), and the home's "
+        "load problems. Async hooks finish before it exits. "
         "When a `hookbus serve` of the same home answers on the socket, the server runs the "
         "hooks (same output, same exit codes; async hooks finish there); --no-server runs "
         "them here.",

@@ -29,6 +29,7 @@ from hookbus.rendezvous import (
     UntrustedPeer,
     connect,
     home_root,
+    read_line,
     socket_path,
 )
 
@@ -172,20 +173,7 @@ class Client:
         return self._socket
 
     def _read_line(self, sock: socket.socket) -> bytes:
-        start = 0
-        while True:
-            end = self._buffer.find(b"\n", start)
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line
-            if len(self._buffer) > MAX_LINE_BYTES:
-                raise ConnectionError(f"the server on {self.path} sent a line longer than {MAX_LINE_BYTES} bytes")
-            start = len(self._buffer)
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError(f"the server on {self.path} closed the connection before answering")
-            self._buffer += chunk
+        return read_line(sock, self._buffer, self.path)
 
 
 async def _connect_in_thread(path: str) -> socket.socket:

@@ -74,6 +74,11 @@ def reroot(location: str | None, prefix: str) -> str:
     return prefix + location[1:] if location.startswith("$") else f"{prefix}.{location}"
 
 
+#: How a problem says the hook's previous, valid version stays in effect (state.json's
+#: load_error carries it too, which is how ``hookbus list`` knows).
+KEPT_LAST_GOOD = "(its last good version stays in effect)"
+
+
 @attrs.frozen
 class Problem:
     """Why a file was skipped: ``hooks/x/hook.json: unknown field 'blockng' @ $``."""
@@ -90,7 +95,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f" @ {self.location}" if self.location else ""
-        kept = " (its last good version stays in effect)" if self.kept_last_good else ""
+        kept = f" {KEPT_LAST_GOOD}" if self.kept_last_good else ""
         return f"{self.path}: {self.message}{where}{kept}"
 
 

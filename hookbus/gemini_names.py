@@ -25,6 +25,9 @@ VIX_EVENT = {
 #: vixd's event → Gemini CLI's.
 GEMINI_EVENT = {vix: gemini for gemini, vix in VIX_EVENT.items()}
 
+#: vixd's events on which Gemini CLI hands a hook's ``additionalContext`` to the model.
+CONTEXT_EVENTS: tuple[str, ...] = ("PostToolUse", "UserPromptSubmit", "ThreadStart")
+
 _PATH = {"path": "file_path"}
 GEMINI_TOOLS = ToolNames(
     (

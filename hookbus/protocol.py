@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 
+# The error codes, defined where the clients that import no json find them too.
+from hookbus.errorcodes import *  # noqa: F403
 from hookbus.jsontext import json_type_name, strict_json
 # The longest line either side accepts, its newline excluded (16 MiB; defined where the
 # clients that import no json find it): a longer one is answered with REQUEST_TOO_LARGE
@@ -21,44 +23,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 JSONRPC_VERSION = "2.0"
-
-# JSON-RPC 2.0's own codes.
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-
-# hookbus's own, in the range JSON-RPC leaves to servers (-32000 to -32099).
-#: Any other error hookbus raises on purpose (a HookBusError); the message says what.
-HOOKBUS_ERROR = -32000
-#: ``trigger`` named a hook that is not loaded.
-HOOK_NOT_FOUND = -32001
-#: ``trigger`` while every hook is off (settings.json or VIX_DISABLE_HOOKS).
-HOOKS_DISABLED = -32002
-#: The server is stopping: it takes no new requests.
-SHUTTING_DOWN = -32003
-#: A line longer than MAX_LINE_BYTES; the connection is closed after this answer.
-REQUEST_TOO_LARGE = -32004
-#: The peer is neither the server's user nor root; sent once, before the connection closes.
-PERMISSION_DENIED = -32005
-#: The request's "home" param names another home than the one the server serves; nothing ran.
-OTHER_HOME = -32006
-
-ERROR_NAMES = {
-    PARSE_ERROR: "parse error",
-    INVALID_REQUEST: "invalid request",
-    METHOD_NOT_FOUND: "method not found",
-    INVALID_PARAMS: "invalid params",
-    INTERNAL_ERROR: "internal error",
-    HOOKBUS_ERROR: "hookbus error",
-    HOOK_NOT_FOUND: "hook not found",
-    HOOKS_DISABLED: "hooks disabled",
-    SHUTTING_DOWN: "shutting down",
-    REQUEST_TOO_LARGE: "request too large",
-    PERMISSION_DENIED: "permission denied",
-    OTHER_HOME: "other home",
-}
 
 METHODS = ("emit", "trigger", "ping", "reload")
 

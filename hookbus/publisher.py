@@ -92,11 +92,6 @@ class SnapshotPublisher:
             )
         return hook, snapshot.settings
 
-    @property
-    def settings(self) -> Settings:
-        """The settings of the latest load (trusted ones only)."""
-        return self._loader.settings
-
     def watch(self) -> None:
         """Reload on every change from now on (one background thread)."""
         from hookbus.watch import HomeWatcher

@@ -18,6 +18,7 @@ import sys
 
 import _socket
 
+from hookbus.errorcodes import INTERNAL_ERROR, OTHER_HOME, SHUTTING_DOWN
 from hookbus.eventnames import EVENT_NAMES
 from hookbus.leanjson import LeanJSONError, dumps, loads
 from hookbus.rendezvous import (
@@ -27,6 +28,7 @@ from hookbus.rendezvous import (
     NoServer,
     connect_as,
     home_root,
+    read_line,
     socket_path,
 )
 
@@ -38,10 +40,6 @@ if TYPE_CHECKING:
 
 #: The verbs this path answers, and the options each takes (each with a value).
 _VERBS = {"emit": ("--home", "--socket", "--input"), "claude-code-hook": ("--home", "--socket"), "gemini-cli-hook": ("--home", "--socket")}
-# Error codes of hookbus.protocol (not imported: it imports json).
-_SHUTTING_DOWN = -32003
-_OTHER_HOME = -32006
-_INTERNAL_ERROR = -32603
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,7 +209,7 @@ def _decide(
     try:
         sock.settimeout(None)
         sock.sendall(line)
-        response = loads(_read_line(sock, path).decode())
+        response = loads(read_line(sock, bytearray(), path).decode())
         if response.__class__ is not dict:
             raise ConnectionError(f"the server sent something that is not a response: {response!r:.200}")
     except (OSError, ValueError) as exc:
@@ -222,43 +220,21 @@ def _decide(
         if result.__class__ is not dict:
             return _failed(verb, f"the server on {path} failed before answering (its hooks may have run): it sent no decision")
         decision: dict[str, Any] = result
-        _say_what_it_said(decision, verb)
+        from hookbus.failures import say_server_notes
+
+        say_server_notes(decision, f"hookbus {verb}", _warn)  # as an in-process emit says them
         return decision
     code = error.get("code") if error.__class__ is dict else None
-    if code == _SHUTTING_DOWN:
+    if code == SHUTTING_DOWN:
         return _IN_PROCESS  # refused, so not run
-    if code == _OTHER_HOME:
+    if code == OTHER_HOME:
         data = error.get("data")
         served = data.get("home") if data.__class__ is dict else "another home"
         _warn(f"hookbus {verb}: the server on {path} serves {served}, not {home}; running in-process")
         return _IN_PROCESS
-    if code == _INTERNAL_ERROR or error.__class__ is not dict:
+    if code == INTERNAL_ERROR or error.__class__ is not dict:
         return _failed(verb, str(error.get("message", "")) if error.__class__ is dict else f"the server sent a malformed error: {error!r:.200}")
     return _FULL  # nothing ran: the full command line asks again and explains the answer
-
-
-def _say_what_it_said(decision: dict[str, Any], verb: str) -> None:
-    """Take ``problems`` and ``failed`` out of a server's answer, and say them on stderr
-    as an in-process emit says them (``hookbus.failures.say_server_notes``)."""
-    from hookbus.failures import say_server_notes
-
-    say_server_notes(decision, f"hookbus {verb}", _warn)
-
-
-def _read_line(sock: _socket.socket, path: str) -> bytes:
-    buffer = bytearray()
-    start = 0
-    while True:
-        end = buffer.find(b"\n", start)
-        if end >= 0:
-            return bytes(buffer[:end])
-        if len(buffer) > MAX_LINE_BYTES:
-            raise ConnectionError(f"the server on {path} sent a line longer than {MAX_LINE_BYTES} bytes")
-        start = len(buffer)
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionError(f"the server on {path} closed the connection before answering")
-        buffer += chunk
 
 
 def _read_input(source: str | None) -> str | None:

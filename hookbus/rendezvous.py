@@ -165,3 +165,23 @@ def connect_as(kind: type[AnySocket], path: str, timeout: float | None = None) -
         sock.close()
         raise
     return sock
+
+
+def read_line(sock: _socket.socket, buffer: bytearray, path: str) -> bytes:
+    """The next line ``sock`` sends, without its newline; ``buffer`` holds what came before
+    (and keeps what comes after it). ConnectionError when the server on ``path`` closes
+    first, or sends a line longer than MAX_LINE_BYTES."""
+    start = 0
+    while True:
+        end = buffer.find(b"\n", start)
+        if end >= 0:
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            return line
+        if len(buffer) > MAX_LINE_BYTES:
+            raise ConnectionError(f"the server on {path} sent a line longer than {MAX_LINE_BYTES} bytes")
+        start = len(buffer)
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError(f"the server on {path} closed the connection before answering")
+        buffer += chunk

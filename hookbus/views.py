@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 #: How much of an error or a reason a column shows.
 ERROR_WIDTH = 60
 SAID_WIDTH = 50
-#: A state.json load error written by a bus that kept the hook's last good version.
-KEPT_MARK = "(its last good version stays in effect)"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:

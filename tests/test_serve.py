@@ -17,7 +17,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
