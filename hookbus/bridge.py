@@ -140,18 +140,25 @@ def gemini_output(host_event: str, event: str, decision: dict[str, Any], names: 
     """What Gemini CLI obeys for vixd's ``decision`` on (vixd's) ``event``; {} for nothing.
 
     A deny is ``decision: deny`` with its reason (on AfterAgent, vixd's Stop, that is "do
-    not stop: take this as the next prompt", so ``continue_with`` says it there); a rewrite
-    is ``hookSpecificOutput.tool_input``, which Gemini CLI merges into the model's
-    arguments (a field the hook left out keeps the model's value)."""
+    not stop: take this as the next prompt", so ``continue_with`` says it there). A
+    ``permission: ask`` on BeforeTool is ``decision: ask``: Gemini CLI then waits for the
+    user's confirmation, even in yolo mode (with ``-p``, the tool does not run). ``approve``
+    has no counterpart (the host reports it on stderr). A rewrite is
+    ``hookSpecificOutput.tool_input``, which replaces the tool's arguments whole (a field it
+    leaves out is gone), so it is vixd's ``input`` as it is, a whole replacement already,
+    with only the field names made Gemini's (``path`` is ``file_path``)."""
     behavior = decision.get("behavior")
     reason = decision.get("reason")
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {}
     if event in ("PreToolUse", "UserPromptSubmit") and behavior == "deny":
         out.update(decision="deny", reason=reason or "denied by a hook")
-    elif event == "PreToolUse" and behavior == "modify" and decision.get("input") is not None:
-        new_input = decision["input"]
-        specific["tool_input"] = names.input_to_host(tool, new_input) if tool is not None else new_input
+    elif event == "PreToolUse":
+        if decision.get("permission") == "ask":
+            out.update(decision="ask", reason=reason or "a hook asks you to confirm this call")
+        if behavior == "modify" and decision.get("input") is not None:
+            new_input = decision["input"]
+            specific["tool_input"] = names.input_to_host(tool, new_input) if tool is not None else new_input
     elif event == "Stop" and decision.get("continue_with"):
         out.update(decision="deny", reason=decision["continue_with"])
     return _finish(out, specific, host_event, event, decision, gemini_names.CONTEXT_EVENTS)
@@ -185,7 +192,32 @@ CLAUDE_CODE = Host(
     hears_permission=True,
     says_empty=False,
 )
-GEMINI_CLI = Host(
+class GeminiHost(Host):
+    """Gemini CLI (0.61.0), where it differs from what a Host assumes of its host."""
+
+    __slots__ = ()
+
+    def request(self, host_envelope: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[str, dict[str, Any]] | None:
+        """As ``Host.request``; but a ``stop_hook_active: false`` on AfterAgent is left out.
+        Gemini CLI sends false on every AfterAgent, even after a hook kept the agent going,
+        so a false would hide the bus's own memory (true after it answered ``continue_with``)
+        and a gate that trusts it would keep the agent going until Gemini's loop detector
+        stops it. Without the field, a gate sees the bus's true, or no flag at all (and
+        counts its blocks itself, as contrib's cc-stop-gate does). A true is kept."""
+        request = super().request(host_envelope, environ)
+        if request is not None and request[0] == "Stop" and request[1].get("stop_hook_active") is False:
+            del request[1]["stop_hook_active"]
+        return request
+
+    def _unsaid(self, event: str, decision: dict[str, Any]) -> list[str]:
+        # Gemini CLI takes "ask" (gemini_output says it as decision: ask) but has no
+        # "approve": only that one is reported as lost.
+        if decision.get("permission") == "ask" and event == "PreToolUse":
+            decision = {key: value for key, value in decision.items() if key != "permission"}
+        return super()._unsaid(event, decision)
+
+
+GEMINI_CLI = GeminiHost(
     name="Gemini CLI",
     verb="gemini-cli-hook",
     events=gemini_names.VIX_EVENT,
@@ -194,54 +226,10 @@ GEMINI_CLI = Host(
     variables=(("GEMINI_PROJECT_DIR", "project_dir"), ("CLAUDE_PROJECT_DIR", "project_dir")),
     render=gemini_output,
     context_events=gemini_names.CONTEXT_EVENTS,
+    # It can be told to ask (decision: ask), not to skip its prompt: GeminiHost._unsaid
+    # reports an approve.
     hears_permission=False,
     # Gemini CLI parses stdout at exit 0 as JSON: say "nothing" in JSON.
     says_empty=True,
 )
 HOSTS = {host.verb: host for host in (CLAUDE_CODE, GEMINI_CLI)}
-
-
-def cmd_host_hook(args: argparse.Namespace) -> int:
-    """``hookbus claude-code-hook`` and ``hookbus gemini-cli-hook`` on the full command
-    line (``hookbus.quickpath`` answers the common case before this is imported)."""
-    import json
-    import os
-    import sys
-
-    from hookbus.clicore import Interrupts, UsageError, decide_in_process, decide_via_server, read_envelope
-
-    host = HOSTS[args.verb]
-    host_envelope = read_envelope("-")
-    host_event = host_envelope.get("hook_event_name")
-    try:
-        request = host.request(host_envelope, os.environ)
-    except BridgeInputError as exc:
-        raise UsageError(str(exc)) from None
-    if request is None:
-        if host.says_empty:
-            print("{}", flush=True)
-        return 0
-    event, envelope = request
-    assert isinstance(host_event, str)
-
-    def answer(decision: dict[str, Any]) -> None:
-        output, notes = host.answer(host_event, event, envelope, decision)
-        if output is not None:
-            sys.stdout.write(json.dumps(output) + "\n")
-            sys.stdout.flush()
-        for note in notes:
-            print(f"hookbus {host.verb}: {note}", file=sys.stderr)
-
-    decision = decide_via_server(args, event, envelope, f"hookbus {host.verb}")
-    if decision is not None:
-        answer(decision)
-        return 0
-    interrupts = Interrupts()
-    decide_in_process(args, event, envelope, interrupts, answer)
-    return interrupts.exit_code(0)
-
-
-def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--socket", metavar="PATH", help="the socket of a `hookbus serve` to use when one answers there")
-    parser.add_argument("--no-server", action="store_true", help="run the hooks in this process even if a server answers")
-    parser.set_defaults(func=cmd_host_hook)

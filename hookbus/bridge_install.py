@@ -2,8 +2,18 @@
 made to send every one of its events to hookbus.
 
 The host's own hooks in FILE stay as they are; the bridge is added once per event (and
-left alone when another spelling of it is there already). FILE is backed up to FILE.bak
-before it changes, created when it is missing, and written in one rename.
+left alone when another spelling of it is there already). Its command names the running
+hookbus by its absolute path (``python -m hookbus``: this interpreter's, ``-m hookbus``)
+and the home, so that it runs on a host's plain PATH and reaches this home whatever chose
+it (``--home``, ``$VIX_HOME``); a command the host's user could not run is still written,
+with a warning.
+
+FILE (followed through a link of this user's or root's, as dotfiles are; another user's
+link is refused) is backed up to FILE.bak before it changes, created when it is missing,
+and written in one rename. The backup is made exclusively, never through a link, at FILE's
+own mode from the start; only a regular file of this user's is replaced there (by a
+rename), anything else refused. FILE's directory may be writable by others (a shared
+project's ``.claude/``, /tmp), who could plant what the backup is written through.
 """
 
 from __future__ import annotations
@@ -12,13 +22,22 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 
 from hookbus.jsontext import json_type_name
 from hookbus.rendezvous import home_root
-from hookbus.settingsfile import ImportFailed, key_path, make_directory, read_json_file, write_atomically
+from hookbus.settingsfile import (
+    ImportFailed,
+    create_exclusively,
+    key_path,
+    make_directory,
+    read_json_file,
+    replace_atomically,
+    write_atomically,
+)
 from hookbus.terminal import printable
 
 
@@ -57,13 +76,151 @@ GEMINI_CLI = BridgedHost(
 )
 
 
-def bridge_command(home: str | os.PathLike[str] | None = None, host: BridgedHost = CLAUDE_CODE) -> str:
-    """The command the host runs for every event: ``hookbus claude-code-hook`` (with
-    ``--home ABS`` when a home was named)."""
-    command = f"hookbus {host.verb}"
-    if home is not None:
-        command += f" --home {shlex.quote(home_root(home))}"
-    return command
+def running_hookbus(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The words that run this hookbus again from anywhere: the ``hookbus`` console script
+    it was started as (``sys.argv[0]``, made absolute), else, as under ``python -m
+    hookbus``, this interpreter with ``-m hookbus``. Paths are made absolute, not resolved:
+    a venv's python is a link that must stay one, or the venv is lost."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = sys.executable if executable is None else executable
+    if os.path.basename(argv0) == "hookbus":
+        found = argv0 if os.sep in argv0 else shutil.which(argv0)
+        if found and os.path.isfile(found):
+            return [os.path.abspath(found)]
+    if executable:
+        return [os.path.abspath(executable), "-m", "hookbus"]
+    return ["hookbus"]  # an embedded interpreter that cannot say where it is
+
+
+def bridge_command(home: str | os.PathLike[str] | None = None, host: BridgedHost = CLAUDE_CODE, program: Sequence[str] | None = None) -> str:
+    """The command the host runs for every event: ``/abs/hookbus claude-code-hook --home
+    /abs/home``, shell-quoted. ``program``: the words that run hookbus (default: the running
+    one); the home is the one hookbus would use (``home``, else ``$VIX_HOME``, else
+    ``~/.vix``), always spelled out: the host's environment may have no VIX_HOME."""
+    words = [*(program if program is not None else running_hookbus()), host.verb, "--home", os.path.abspath(home_root(home))]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    if uid == os.geteuid():
+        return "you"
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _groups_of(uid: int) -> set[int]:
+    import pwd
+
+    if uid == os.geteuid():
+        return {os.getegid(), *os.getgroups()}
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        return set()  # no such user here: only what others may do is theirs
+    return set(os.getgrouplist(entry.pw_name, entry.pw_gid))
+
+
+def _may(status: os.stat_result, uid: int, groups: set[int]) -> bool:
+    """Whether ``uid`` may search the directory, or execute the file, ``status`` describes
+    (by its mode bits: ACLs are not read, so this can only be a warning)."""
+    if uid == 0:
+        return stat.S_ISDIR(status.st_mode) or bool(status.st_mode & 0o111)
+    if status.st_uid == uid:
+        return bool(status.st_mode & 0o100)
+    if status.st_gid in groups:
+        return bool(status.st_mode & 0o010)
+    return bool(status.st_mode & 0o001)
+
+
+def _cannot_run(path: str, uid: int, groups: set[int]) -> str | None:
+    """Why ``uid`` could not run the file ``path``; None when nothing says it cannot."""
+    who = _user_name(uid)
+    resolved = os.path.realpath(path)
+    for name in dict.fromkeys([path, resolved]):  # the link's directories and its target's
+        for directory in reversed(Path(name).parents):
+            try:
+                status = os.stat(directory)
+            except OSError as exc:
+                return f"{directory}: {exc.strerror or exc}"
+            if not _may(status, uid, groups):
+                mode = stat.S_IMODE(status.st_mode)
+                return f"{directory} is a directory {who} may not enter (mode {mode:04o}, owner uid {status.st_uid})"
+    try:
+        status = os.stat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if not stat.S_ISREG(status.st_mode):
+        return f"{path} is not a file"
+    if not _may(status, uid, groups):
+        return f"{path} is not executable by {who} (mode {stat.S_IMODE(status.st_mode):04o}): chmod +x {shlex.quote(path)}"
+    return None
+
+
+def _interpreter(script: str) -> str | None:
+    """The program a ``#!`` script's first line names, if it does."""
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith(b"#!") else []
+    return os.fsdecode(words[0]) if words else None
+
+
+def _found_only_here() -> bool:
+    """Whether this interpreter finds the hookbus package only because of the working
+    directory (``python -m hookbus`` in a source checkout): the host runs it elsewhere."""
+    import importlib.machinery
+
+    here = {"", os.getcwd()}
+    elsewhere = [entry for entry in sys.path if entry not in here and os.path.abspath(entry) != os.getcwd()]
+    for finder in sys.meta_path:
+        try:
+            if finder is importlib.machinery.PathFinder:
+                spec = importlib.machinery.PathFinder.find_spec("hookbus", elsewhere)
+            else:
+                find_spec = getattr(finder, "find_spec", None)
+                spec = find_spec("hookbus", None) if find_spec is not None else None
+        except Exception:  # a third party's finder: not this check's business
+            continue
+        if spec is not None:
+            return False
+    return True
+
+
+def command_problems(program: Sequence[str], uid: int) -> list[str]:
+    """Why the host, running as ``uid``, may fail to start ``program`` (``running_hookbus``'s
+    words); [] when nothing says so. Checked: each file is executable by that user and
+    every directory above it one they may enter (the script's ``#!`` interpreter too), and
+    ``-m hookbus`` finds hookbus outside the working directory."""
+    if not program or os.sep not in program[0]:
+        return [f"{program[0] if program else 'hookbus'} is found through the host's PATH, which may not hold it"]
+    groups = _groups_of(uid)
+    files = [program[0]]
+    if len(program) == 1:
+        interpreter = _interpreter(program[0])
+        if interpreter is not None and os.path.isabs(interpreter):
+            files.append(interpreter)
+    problems = [problem for problem in (_cannot_run(file, uid, groups) for file in files) if problem]
+    if program[1:] == ["-m", "hookbus"] and _found_only_here():
+        problems.append(
+            f"{program[0]} finds hookbus only in the working directory ({os.getcwd()}), and the host "
+            "runs it elsewhere: install hookbus into that Python (pip install)"
+        )
+    return problems
+
+
+def _host_user(shown: str) -> int:
+    """Who the host runs as, as far as can be told: whoever owns FILE (a user's settings
+    are theirs, even when root installs the bridge), else this user."""
+    try:
+        return os.stat(shown).st_uid
+    except OSError:
+        return os.geteuid()
 
 
 def is_bridge_command(command: object, host: BridgedHost = CLAUDE_CODE) -> bool:
@@ -133,6 +290,66 @@ def _has_own_hooks(document: dict[str, Any], host: BridgedHost) -> bool:
     return False
 
 
+def _foreign_link(shown: str) -> str | None:
+    """Why FILE may not be followed: a link on its way that neither this user nor root owns
+    (another user made FILE point at a file of this user's, say). None: follow it."""
+    current = shown
+    for _ in range(40):  # the kernel's own limit on links in a row
+        try:
+            status = os.lstat(current)
+            target = os.readlink(current) if stat.S_ISLNK(status.st_mode) else None
+        except OSError:
+            return None  # nothing there (or it changed meanwhile): the read says what is wrong
+        if target is None:
+            return None
+        if status.st_uid not in (os.geteuid(), 0):
+            return (
+                f"{current}: a symbolic link of another user's (uid {status.st_uid}), to {target}: hookbus follows only "
+                f"your own links; remove it (rm {shlex.quote(current)}) if you did not make it, then run this again"
+            )
+        current = os.path.join(os.path.dirname(current), target)
+    return None
+
+
+def _what_is(status: os.stat_result) -> str:
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")]
+    return next((name for test, name in kinds if test(status.st_mode)), "a device file")
+
+
+def write_backup(original: str, backup: str) -> None:
+    """Copy ``original`` (FILE, followed) to ``backup`` at its permission bits, never wider,
+    and never through what another user may have planted at ``backup``: it is created
+    exclusively, without following a link; an existing regular file of this user's is
+    replaced by a rename, which writes into no existing file (a hard link to another file
+    of the user's leaves that file as it was, and a link swapped in meanwhile is replaced
+    itself); anything else there is refused (ImportFailed)."""
+    with open(original, "rb") as handle:
+        data = handle.read()
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o777
+    try:
+        create_exclusively(backup, data, mode)
+        return
+    except FileExistsError:
+        pass
+    try:
+        status = os.lstat(backup)
+    except FileNotFoundError:
+        status = None  # gone meanwhile: the rename below makes it
+    if status is not None and not (stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid()):
+        if stat.S_ISREG(status.st_mode):
+            what = f"a file of another user's (uid {status.st_uid})"
+        elif stat.S_ISLNK(status.st_mode):
+            what = f"a symbolic link (to {os.readlink(backup)})"
+        else:
+            what = _what_is(status)
+        how = "" if stat.S_ISDIR(status.st_mode) else f" (rm {shlex.quote(backup)})"
+        raise ImportFailed([
+            f"{backup}: {what} is where the backup goes, and hookbus replaces only a file of your own there: "
+            f"remove it{how} or move it away if you did not put it there, then run this again"
+        ])
+    replace_atomically(Path(backup), data, mode)
+
+
 def install_bridge(
     file: str,
     home: str | os.PathLike[str] | None = None,
@@ -147,9 +364,13 @@ def install_bridge(
     out = out or sys.stdout
     err = err or sys.stderr
     shown = os.fspath(file)
-    command = bridge_command(home, host)
+    program = running_hookbus()
+    command = bridge_command(home, host, program)
     exists = os.path.lexists(shown)
     try:
+        refusal = _foreign_link(shown)
+        if refusal is not None:
+            raise ImportFailed([refusal])
         document = read_json_file(shown, shown) if exists else {}
         if not isinstance(document, dict):
             raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
@@ -161,6 +382,11 @@ def install_bridge(
         return 1
     for line in lines:
         print(printable(line), file=out)
+    for problem in command_problems(program, _host_user(shown)):
+        print(printable(
+            f"warning: {host.name} may fail to run the bridge: {problem}. "
+            f"Fix that, or run this again with a hookbus {host.name} can run; the command is written all the same"
+        ), file=err)
     if _has_own_hooks(document, host):
         advice = "remove those you imported with `hookbus import claude-code`" if host is CLAUDE_CODE else "move them into hookbus hooks"
         print(printable(f"note: the other hooks of {shown} still run as well: {advice}, or they run twice"), file=out)
@@ -173,18 +399,22 @@ def install_bridge(
     if not changed:
         print(printable(f"{shown} needs no change"), file=out)
         return 0
-    target = Path(os.path.realpath(shown))  # through a link (dotfiles), not over it
+    target = Path(os.path.realpath(shown))  # through a link (dotfiles), not over it: checked above
     try:
         if exists:
             backup = f"{shown}.bak"
-            shutil.copyfile(target, backup)
-            shutil.copymode(target, backup)
+            write_backup(str(target), backup)
             print(printable(f"backed up {shown} to {backup}"), file=out)
-            mode = os.stat(target).st_mode & 0o7777
+            mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777
         else:
             make_directory(target.parent, 0o755)
             mode = 0o644
         write_atomically(target, json.dumps(merged, indent=2, ensure_ascii=False) + "\n", mode)
+    except ImportFailed as exc:
+        for message in exc.messages:
+            print(printable(message), file=err)
+        print(printable(f"{shown} was not changed"), file=err)
+        return 1
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         print(printable(f"cannot write{where}: {exc.strerror or exc}; {shown} was not changed"), file=err)

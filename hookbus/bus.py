@@ -13,12 +13,12 @@ import functools
 import threading
 import time
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from hookbus.decision import ALLOW, Decision
-from hookbus.dispatch import Dispatcher
+from hookbus.decision import ALLOW, Decision, Outcome
+from hookbus.dispatch import RUNNER_GRACE_SECONDS, Dispatcher
 from hookbus.envelope import check_envelope, encode_envelope
-from hookbus.errors import BusClosedError, Problem
+from hookbus.errors import BusClosedError, EnvelopeTooDeep, Problem, ReadOnlyBusError
 from hookbus.events import CONTINUE_EVENTS
 from hookbus.home import Home
 from hookbus.merge import Decider
@@ -26,6 +26,7 @@ from hookbus.plugins import build_plugin_manager, build_runner_table, call_each,
 from hookbus.prompts import prompt_sender
 from hookbus.publisher import SnapshotPublisher
 from hookbus.recorders import Recorders
+from hookbus.records import RunRecord, utc_timestamp
 from hookbus.redaction import install_log_redaction
 from hookbus.stopguard import StopMemory
 from hookbus.workers import finished as _done
@@ -34,12 +35,13 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from hookbus.explain import Explanation
-    from hookbus.merge import Merged
-    from hookbus.records import RunRecord
+    from hookbus.merge import Merged, Run
     from hookbus.registry import Snapshot
     from hookbus.settings import Settings
     from hookbus.spec import Hook
 
+#: The note on the record of a hook that hookbus could not run or hear (``undecided``).
+UNDECIDED_NOTE = "not run: hookbus could not decide, so it failed as its on_error says"
 #: Default bound on how long ``close()`` lets async hooks finish before killing them.
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
 
@@ -59,6 +61,7 @@ class HookBus:
         plugins: Sequence[object] = (),
         async_workers: int = 8,
         shutdown_timeout: float = SHUTDOWN_TIMEOUT_SECONDS,
+        read_only: bool = False,
     ) -> None:
         install_log_redaction()
         self.home = Home.resolve(home)
@@ -73,7 +76,13 @@ class HookBus:
         self._recorders = Recorders(self._plugins, self.home, owner=self)
         self._stops = StopMemory()
         self._dispatcher = Dispatcher(self.home, async_workers, self._recorders.record, prompt_sender(self._plugins), self._stops)
-        self._publisher = SnapshotPublisher(self.home, self.runners, self._check_config, self._recorders.load_errors)
+        #: Loads and reads, never writes: what a file's load error is goes to no
+        #: state.json (where it would erase a running bus's last-good mark), and nothing
+        #: fires (emit, trigger and explain refuse, unless explain is a dry run).
+        self.read_only = read_only
+        self._publisher = SnapshotPublisher(
+            self.home, self.runners, self._check_config, _ignore_load_errors if read_only else self._recorders.load_errors
+        )
         self._closing = threading.Lock()
         self._closed = False
         call_each(self._plugins, "hookbus_startup", "start", bus=self)
@@ -148,11 +157,17 @@ class HookBus:
         found = self._publisher.matching(event, envelope)
         return ALLOW if found is None else self._fire(event, envelope, *found)
 
-    def submit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Future[Decision]:
+    def submit(
+        self, event: str, envelope: Mapping[str, Any] | None = None, *, on_start: Callable[[float], None] | None = None
+    ) -> Future[Decision]:
         """``emit`` without waiting: a Future of the Decision. It is done already when no
         sync hook matched (async ones are submitted, as by emit); otherwise the sync hooks
         run on a thread of their own, never queued behind other emits. What emit raises at
-        once (UnknownEventError, EnvelopeError, BusClosedError), submit raises too."""
+        once (UnknownEventError, EnvelopeError, BusClosedError), submit raises too.
+
+        ``on_start(seconds)`` is called, on this thread, just before sync hooks start, with
+        how long the emit may take (the longest timeout among them, and the grace the bus
+        gives a runner past it); what it raises is raised, and nothing starts."""
         if self._closed:
             raise BusClosedError("emit on a closed HookBus")
         checked = check_envelope(envelope)
@@ -160,8 +175,13 @@ class HookBus:
         if found is None:
             return _allowed()
         hooks, settings = found
-        if not any(hook.is_sync for hook in hooks):
+        sync_timeouts = [hook.timeout for hook in hooks if hook.is_sync]
+        if not sync_timeouts:
             return _done(self._fire(event, checked, hooks, settings))  # only submits
+        if on_start is not None:
+            # The bus stops waiting for any runner this long past its timeout (a built-in
+            # one is done 0.35 s past it: a kill's grace and the pipes let go).
+            on_start(max(sync_timeouts) + RUNNER_GRACE_SECONDS)
         return self._dispatcher.threads().submit(lambda: self._fire(event, checked, hooks, settings)).future
 
     async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
@@ -175,15 +195,22 @@ class HookBus:
         decision: Decision = await asyncio.wrap_future(future)
         return decision
 
-    def explain(self, event: str, envelope: Mapping[str, Any] | None = None, *, dry_run: bool = False) -> Explanation:
+    def explain(
+        self, event: str, envelope: Mapping[str, Any] | None = None, *, dry_run: bool = False, undecided: str | None = None
+    ) -> Explanation:
         """Why each hook of the home does or does not fire for ``envelope``, what each that
         ran said, and how they merged: an emit that reports itself (its fires are real and
-        recorded), or with ``dry_run`` only the matching, running nothing."""
+        recorded), or with ``dry_run`` only the matching, running nothing. ``undecided``:
+        as ``undecided(event, envelope, why)`` would, no hook runs and each that matches
+        counts as failed for that reason."""
         from hookbus.explain import explain
 
         if self._closed:
             raise BusClosedError("explain on a closed HookBus")
         checked, snapshot = check_envelope(envelope), self._publisher.snapshot
+        if undecided is not None:
+            why = undecided
+            return explain(snapshot, event, checked, dry_run, lambda hooks, merged: self._undecided(event, checked, hooks, why, merged))
         return explain(snapshot, event, checked, dry_run, lambda hooks, merged: self._fire(event, checked, hooks, snapshot.settings, merged))
 
     def _fire(
@@ -194,9 +221,14 @@ class HookBus:
             watcher.ensure_running()
         if self._closed:  # close() may have begun since emit looked
             raise BusClosedError("emit on a closed HookBus")
+        if self.read_only:
+            raise ReadOnlyBusError("a read-only HookBus fires no hook: it would write their records")
         # Encoded once, here, for every hook it fires: an envelope that cannot be JSON is
         # the caller's error to hear about, not something a worker thread dies of later.
-        full, payload = encode_envelope(event, envelope)
+        try:
+            full, payload = encode_envelope(event, envelope)
+        except EnvelopeTooDeep as exc:
+            return self._undecided(event, envelope, hooks, str(exc), merged)
         sync_hooks = []
         for hook in hooks:  # one pass, no comprehension: an async fire is on the agent's clock
             if hook.is_sync:
@@ -217,10 +249,61 @@ class HookBus:
         self._stops.answered(event, envelope, outcome.decision)
         return outcome.decision
 
+    def undecided(self, event: str, envelope: Mapping[str, Any] | None, why: str) -> Decision:
+        """The decision for an event whose hooks hookbus cannot run: it could not read the
+        whole envelope (nested too deeply, cut short, not UTF-8), or a server it asked
+        stopped answering while they ran. ``envelope`` holds what could be read of it: its
+        top-level fields are all a matcher looks at. Nothing runs. Each hook that matches
+        counts as failed, ``hookbus could not decide: WHY``, under its own ``on_error``:
+        a fail-closed one denies, the others fail open; every one is recorded, and listed
+        in the decision's ``failed``."""
+        if self._closed:
+            raise BusClosedError("emit on a closed HookBus")
+        checked = check_envelope(envelope)
+        found = self._publisher.matching(event, checked)
+        if found is None:
+            return ALLOW
+        return self._undecided(event, checked, found[0], why)
+
+    def _undecided(
+        self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook], why: str, merged: list[Merged] | None = None
+    ) -> Decision:
+        if self.read_only:
+            raise ReadOnlyBusError("a read-only HookBus decides nothing: it would write the records")
+        error = why
+        at = utc_timestamp()
+        runs: list[Run] = []
+        for hook in hooks:
+            if hook.is_sync:
+                runs.append((hook, Outcome.fail_open(error, failure="hookbus"), at, 0.0))
+            else:
+                self._recorders.record(
+                    RunRecord(
+                        at=at, hook_id=hook.id, event=event, mode="async", status="error", duration=0.0,
+                        error=error, decision={"behavior": "allow"}, note=UNDECIDED_NOTE,
+                    )
+                )
+        if not runs:
+            return ALLOW
+        with self._dispatcher.emitting():
+            outcome = self._decider.decide(event, envelope, runs)
+            notes = outcome.notes
+            assert isinstance(notes, dict)
+            for hook, _, _, _ in runs:
+                notes.setdefault(hook.id, UNDECIDED_NOTE)
+            for record in outcome.records(event):
+                self._recorders.record(record)
+        if merged is not None:
+            merged.append(outcome)
+        self._stops.answered(event, envelope, outcome.decision)
+        return outcome.decision
+
     def trigger(self, hook_id: str, envelope: Mapping[str, Any] | None = None) -> RunRecord:
         """Fire one hook by id now, on this thread, whatever its trigger; recorded as async."""
         if self._closed:
             raise BusClosedError("trigger on a closed HookBus")
+        if self.read_only:
+            raise ReadOnlyBusError("a read-only HookBus fires no hook: it would write its record")
         hook, settings = self._publisher.hook(hook_id)
         full, payload = encode_envelope(hook.event, check_envelope(envelope))
         return self._dispatcher.run_manual(hook, full, payload, settings)
@@ -250,14 +333,16 @@ class HookBus:
         """Stop taking emits, let running hooks finish for up to ``timeout`` seconds
         (default ``shutdown_timeout``), kill and record what is left as "cancelled at
         shutdown", let recorders flush. Idempotent; it returns within ``timeout`` plus
-        CANCEL_GRACE_SECONDS (5 s) and the flush."""
+        CANCEL_GRACE_SECONDS (5 s) plus RECORDER_FLUSH_SECONDS (3 s), whatever a recorder
+        does: the plugins' ``hookbus_shutdown`` run at once, each on a thread of its own,
+        and one not done in time is reported and left to finish in the background."""
         with self._closing:
             if self._closed:
                 return
             self._closed = True
         self._publisher.stop()
         self._dispatcher.close(time.monotonic() + (self.shutdown_timeout if timeout is None else timeout))
-        call_each(self._plugins, "hookbus_shutdown", "shut down", bus=self)
+        self._recorders.shut_down()
         self._recorders.report_losses()
 
     async def aclose(self, timeout: float | None = None) -> None:
@@ -279,6 +364,10 @@ class HookBus:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _ignore_load_errors(errors: Mapping[str, str | None]) -> None:
+    """A read-only bus keeps what it found to itself (``bus.problems``)."""
 
 
 @functools.lru_cache(maxsize=None)

@@ -86,6 +86,14 @@ _WORD_LIST = re.compile(r"[A-Za-z0-9_|]+")
 #: ``$NAME`` and ``${NAME}``: left out of the words an id is made from.
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+#: ``$CLAUDE_PROJECT_DIR`` or ``${CLAUDE_PROJECT_DIR}`` in a command.
+_PROJECT_DIR = re.compile(r"\$\{?CLAUDE_PROJECT_DIR\b")
+#: Endings of the scripts a hook runs, which make a relative word a path to run.
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php")
+#: Words after which the next word is a program: a relative one there runs from the cwd.
+_BEFORE_A_PROGRAM = frozenset({"&&", "||", ";", "|", "then", "do", "exec", "command", "env", "nice", "time", "sudo"})
+#: What a relative path to a script does not hold (a sed script, a regex, a glob does).
+_NOT_A_PATH = re.compile(r"[*?\[\]{}()|\\^'\"$`=<>:]")
 
 
 
@@ -222,6 +230,48 @@ def find_plugin_root(source: str) -> str | None:
     directory holds ``.claude-plugin/`` (``<plugin>/hooks/hooks.json``)."""
     candidate = os.path.dirname(os.path.dirname(source))
     return candidate if os.path.isdir(os.path.join(candidate, ".claude-plugin")) else None
+
+
+def relative_paths(command: str) -> list[str]:
+    """The words of ``command`` that look like paths relative to the working directory:
+    ``./hooks/x.sh``, ``.claude/hooks/x.sh``, a relative program (``hooks/run``), or a
+    relative script it hands an interpreter (``python3 scripts/audit.py``). A heuristic, for
+    a warning: a sed script or a regex (``s/a/b/``) is not one."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unbalanced quote: words are enough for a warning
+        words = command.split()
+    found: list[str] = []
+    for index, word in enumerate(words):
+        if "/" not in word or word.startswith(("/", "~", "-")) or _NOT_A_PATH.search(word):
+            continue
+        program = index == 0 or words[index - 1] in _BEFORE_A_PROGRAM
+        if word.startswith(".") or program or word.endswith(_SCRIPT_SUFFIXES):
+            found.append(word)
+    return list(dict.fromkeys(found))
+
+
+def cwd_warnings(command: str) -> list[str]:
+    """What an imported command depends on that Claude Code fixes and hookbus takes from
+    the envelope: the project (``$CLAUDE_PROJECT_DIR``) and the working directory (Claude
+    Code runs a hook in the project's root; hookbus in the envelope's cwd). What the user
+    should check, for each."""
+    warnings = []
+    if _PROJECT_DIR.search(command):
+        warnings.append(
+            "the command uses $CLAUDE_PROJECT_DIR, which hookbus sets to the envelope's project_dir, "
+            "else its cwd (Claude Code: always the project's root): check that the events this home gets "
+            "carry project_dir, or a cwd that is the project"
+        )
+    paths = relative_paths(command)
+    if paths:
+        shown = ", ".join(repr(path) for path in paths)
+        warnings.append(
+            f"the command runs {shown}, relative to the working directory, which under hookbus is "
+            "the envelope's cwd (else the hook's own directory), not the project's root as in Claude Code: "
+            'check that the events\' cwd is the project, or write "$CLAUDE_PROJECT_DIR"/ or an absolute path before it'
+        )
+    return warnings
 
 
 # -- planning ----------------------------------------------------------------------------
@@ -494,6 +544,8 @@ def plan_import(
                 f"{shown}: the command uses CLAUDE_PLUGIN_ROOT, but no plugin root is known "
                 f"(pass --plugin-root DIR): it will be the hook's directory @ {location}.command"
             )
+        if kind == "command":
+            plan.warnings += [f"{shown}: {warning} @ {location}.command" for warning in cwd_warnings(entry[kind])]
         for problem in check(hook_id, document):
             where = _source_location(problem.location, location, group)
             errors.append(f"{shown}: hookbus would refuse this hook: {problem.message} @ {where}")

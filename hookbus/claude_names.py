@@ -150,6 +150,10 @@ def envelope_to_claude(event: str, envelope: Mapping[str, Any], names: ToolNames
         claude["tool_name"] = names.host_tool(tool)
         if "tool_input" in envelope:
             claude["tool_input"] = names.input_to_host(tool, envelope["tool_input"])
+    # The subagent's final message: vixd's ``result``, Claude Code's ``last_assistant_message``
+    # (vixd's Stop carries none: docs/hooks.md).
+    if event == "SubagentStop" and envelope.get("result") is not None and "last_assistant_message" not in envelope:
+        claude["last_assistant_message"] = envelope["result"]
     return claude
 
 
@@ -166,6 +170,8 @@ def envelope_to_vix(host: Mapping[str, Any], names: ToolNames) -> dict[str, Any]
         envelope["tool_name"] = vix
         if "tool_input" in host:
             envelope["tool_input"] = names.input_to_vix(vix, host["tool_input"])
+    if host.get("hook_event_name") == "SubagentStop" and "result" not in host and host.get("last_assistant_message") is not None:
+        envelope["result"] = host["last_assistant_message"]  # vixd's name for the subagent's final message
     return envelope
 
 
@@ -212,8 +218,23 @@ def dialect_environment(
     return variables
 
 
+#: How much of the thread id an env file's name shows, for a person looking at the directory.
+_READABLE_PART = 40
+
+
 def _thread_env_file(home: str, thread: object) -> str:
-    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(thread or "no-thread"))[:100]
+    """``HOME/run/claude-env/NAME.sh``, one file per exact thread id: NAME is a readable
+    prefix of the id (letters, digits, ``-_.``; no leading dot) and a hash of the id itself,
+    because the prefix alone is the same for ``team/alice`` and ``team_alice``, or for two
+    long ids that start alike. One path component, at most 68 characters."""
+    import hashlib  # here, not at the top: the bridge's fast path imports this module
+
+    # The hash of the id's text (UTF-8), which an embedder can compute to find the file. A
+    # JSON string may hold a lone surrogate: it is hashed as it is, not refused.
+    text = "" if thread is None else str(thread)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    shown = text if thread is not None else "no-thread"
+    readable = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in shown[:_READABLE_PART]).lstrip(".")
     directory = os.path.join(home, "run", "claude-env")
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    return os.path.join(directory, f"{name.lstrip('.') or 'thread'}.sh")
+    return os.path.join(directory, f"{readable or 'thread'}-{digest}.sh")

@@ -16,9 +16,12 @@ import sys
 from hookbus.clicore import (
     EMIT_DRAIN_GRACE_SECONDS,
     Interrupts,
+    ServerLost,
+    UnreadableEnvelope,
     UsageError,
     decide_in_process,
     decide_via_server,
+    ask_server,
     json_line,
     open_bus,
     read_envelope,
@@ -78,12 +81,21 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
     if args.event not in EVENT_NAMES:
         raise UsageError(unknown_event_message(args.event))
-    envelope = read_envelope(args.input)
-    served = _emit_via_server(args, envelope)
-    if served is not None:
-        return served
+    undecided: str | None = args.undecided
+    try:
+        envelope = read_envelope(args.input)
+    except UnreadableEnvelope as exc:
+        # Valid JSON a host may really send: decided by the hooks' on_error, not refused.
+        envelope, undecided = exc.fields, exc.why
+    try:
+        decision = decide_via_server(args, args.event, envelope, "hookbus emit", undecided)
+    except ServerLost as exc:
+        decision, undecided = None, exc.why
+    if decision is not None:
+        _print_decision(decision)
+        return 2 if decision.get("behavior") == "deny" else 0
     interrupts = Interrupts()
-    decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision)
+    decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision, undecided)
     return interrupts.exit_code(2 if decision.get("behavior") == "deny" else 0)
 
 
@@ -92,45 +104,47 @@ def _print_decision(decision: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _emit_via_server(args: argparse.Namespace, envelope: dict[str, Any]) -> int | None:
-    """Emit through a live ``hookbus serve`` of the same home: print the decision and
-    return the exit code. None when there is none to use: emit runs in-process."""
-    decision = decide_via_server(args, args.event, envelope, "hookbus emit")
-    if decision is None:
-        return None
-    print(json_line(decision))
-    sys.stdout.flush()
-    return 2 if decision.get("behavior") == "deny" else 0
-
-
 def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
     runs = bus.read_runs(hook_id, limit=1)
     return runs[-1] if runs else None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """The hooks of the home: as a server that serves it enforces them (asked over its
+    socket), else as this process loads them. Writes nothing."""
     from hookbus.tables import Style, wants_colour
-    from hookbus.views import hook_lines, plural
+    from hookbus.views import hook_lines, hook_rows, plural
 
-    with open_bus(args, quiet=True) as bus:
-        snapshot = bus.snapshot
-        broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
-        if snapshot.hooks or broken:
+    asked = ask_server(args, "status")
+    if asked is not None:
+        status, path = asked
+        rows, problems = status.get("hooks") or [], [str(problem) for problem in status.get("problems") or []]
+        home, disabled = str(status.get("home")), status.get("disabled")
+        source = f"as enforced by the hookbus serve on {path} (pid {status.get('pid')}), generation {status.get('generation')}"
+    else:
+        with open_bus(args, quiet=True, read_only=True) as bus:
+            snapshot = bus.snapshot
+            broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
             last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.hooks}
             kept = {hook_id: _kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
-            for line in hook_lines(snapshot, last_runs, kept, Style(wants_colour())):
-                print(line)
-        else:
-            say(f"no hooks in {bus.home.hooks_dir}")
-        reason = snapshot.settings.disabled_reason
-        if reason:
-            print()
-            say(f"all hooks are off: {reason}")
-        if snapshot.problems:
-            print()
-            say(f"{plural(len(snapshot.problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
-            for problem in snapshot.problems:
-                say(f"  {problem}")
+            rows = hook_rows(snapshot, last_runs, kept)
+            problems = [str(problem) for problem in snapshot.problems]
+            home, disabled = str(bus.home.root), snapshot.settings.disabled_reason
+        source = "as loaded by this process (no hookbus serve answers for this home)"
+    if rows:
+        for line in hook_lines(rows, Style(wants_colour())):
+            print(line)
+    else:
+        say(f"no hooks in {home}/hooks")
+    print()
+    say(source)
+    if disabled:
+        say(f"all hooks are off: {disabled}")
+    if problems:
+        print()
+        say(f"{plural(len(problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
+        for problem in problems:
+            say(f"  {problem}")
     return 0
 
 
@@ -151,9 +165,10 @@ def _kept_by_a_running_bus(hook_dir: Path) -> bool:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from hookbus.layout import layout_findings
+    from hookbus.scripts import script_findings
     from hookbus.views import plural
 
-    with open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True, read_only=True) as bus:
         snapshot = bus.snapshot
         wanted = set(args.ids)
         problems = [
@@ -175,11 +190,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for finding in findings:
             say(finding)
         broken = {problem.hook_id for problem in problems}
-        valid = [
-            hook_id
-            for hook_id in snapshot.hooks
+        # A loaded hook whose script is missing, not executable or outside its directory
+        # would fail (open) at every fire: that is a problem now, not at the first fire.
+        scripts = {
+            hook_id: script_findings(hook, bus.home.root, snapshot.settings.strict_modes)
+            for hook_id, hook in snapshot.hooks.items()
             if (not wanted or hook_id in wanted) and hook_id not in broken
-        ]
+        }
+        for finding in (line for lines in scripts.values() for line in lines):
+            say(finding)
+            findings.append(finding)
+        valid = [hook_id for hook_id, lines in scripts.items() if not lines]
         for hook_id in valid:
             say(f"ok  hooks/{hook_id}")
         if not wanted:
@@ -192,26 +213,41 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    """Why each hook fires or not, as a server that serves the home decides (asked over
+    its socket), else as this process does."""
     from hookbus.eventnames import EVENT_NAMES, unknown_event_message
     from hookbus.tables import Style, wants_colour
     from hookbus.views import explain_lines
 
     if args.event not in EVENT_NAMES:
         raise UsageError(unknown_event_message(args.event))
-    envelope = read_envelope(args.input)
+    undecided: str | None = None
+    try:
+        envelope = read_envelope(args.input)
+    except UnreadableEnvelope as exc:
+        envelope, undecided = exc.fields, exc.why
     interrupts = Interrupts()
-    bus = open_bus(args, quiet=True)
-    drain = max((hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0)
-    with interrupts.watching(bus):
-        try:
-            explanation = bus.explain(args.event, envelope, dry_run=args.dry_run)
-        finally:
-            bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
-    if args.json:
-        print(json_line(explanation.as_json()))
+    asked = ask_server(args, "explain", event=args.event, envelope=envelope, dry_run=args.dry_run, undecided=undecided)
+    if asked is not None:
+        explanation, path = asked
+        home = str(explanation.pop("home", None) or args.home or "")
+        source = f"as decided by the hookbus serve on {path}"
     else:
-        for line in explain_lines(explanation, str(bus.home.root), Style(wants_colour())):
+        bus = open_bus(args, quiet=True, read_only=args.dry_run)
+        drain = max((hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0)
+        with interrupts.watching(bus):
+            try:
+                explanation = bus.explain(args.event, envelope, dry_run=args.dry_run, undecided=undecided).as_json()
+            finally:
+                bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
+        home = str(bus.home.root)
+        source = "as decided by this process (no hookbus serve answers for this home)"
+    if args.json:
+        print(json_line({**explanation, "source": source}))
+    else:
+        for line in explain_lines(explanation, home, Style(wants_colour())):
             print(line)
+        say(source)
     return interrupts.exit_code(0)
 
 
@@ -242,7 +278,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         line = json_line(record.log_entry()) if args.json else record_line(record, style)
         print(line, flush=True)
 
-    with open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True, read_only=True) as bus:
         # Sizes are taken before the history is read, so a fire landing in between is
         # printed by the follow loop rather than lost; `shown` keeps it from printing twice.
         offsets = _log_sizes(bus) if args.follow else {}
@@ -350,7 +386,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     """Every plugin: entry-point name, distribution and version, what it provides, status."""
     from hookbus.tables import Style, table, wants_colour
 
-    with open_bus(args, quiet=True) as bus:
+    with open_bus(args, quiet=True, read_only=True) as bus:
         rows: list[tuple[str, ...]] = []
         for info in bus.plugin_infos:
             if info.error:
@@ -447,7 +483,7 @@ def _add_emit(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_host_hook(parser: argparse.ArgumentParser) -> None:
-    from hookbus.bridge import add_parser
+    from hookbus.hostcmd import add_parser
 
     add_parser(parser)
 
@@ -642,21 +678,25 @@ def _verb_of(arguments: list[str]) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, undecided: str | None = None) -> int:
+    """The full command line. ``undecided``: ``hookbus.quickpath`` hands over an event whose
+    server may have run its hooks and gave no decision; they are not run again, and the
+    decision is made as if each had failed for that reason."""
     try:
-        return _main(argv)
+        return _main(argv, undecided)
     except KeyboardInterrupt:
         # Ctrl-C before hooks ran (loading, say), or in a verb that runs none: nothing to
         # record or kill, and no traceback to show.
         return 130
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, undecided: str | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_verb_of(arguments))
     args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
+    args.undecided = undecided
     if args.verb not in ("emit", "claude-code-hook", "gemini-cli-hook"):  # they log only in-process: a server is faster
         from hookbus.console import log_to_stderr
 

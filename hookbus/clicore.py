@@ -6,10 +6,8 @@ this; it uses none of them.
 
 from __future__ import annotations
 
-import json
 import sys
 
-from hookbus.rendezvous import IN_PROCESS_ENVIRONMENT
 from hookbus.terminal import printable, printable_json
 
 #: typing is not imported at run time on ``hookbus emit``'s way to a server (it costs ms).
@@ -30,6 +28,27 @@ class UsageError(Exception):
     """Bad input on the command line: printed as one line, exit 1."""
 
 
+class UnreadableEnvelope(UsageError):
+    """The envelope is JSON, but nested deeper than MAX_NESTING levels: ``fields`` holds
+    its top-level fields (enough to match hooks by), ``why`` says what is wrong. ``emit``,
+    ``explain`` and the bridges decide by the hooks' on_error (``HookBus.undecided``);
+    other verbs refuse it as a usage error."""
+
+    def __init__(self, fields: dict[str, Any], why: str) -> None:
+        super().__init__(f"the envelope cannot be read whole: {why}")
+        self.fields = fields
+        self.why = why
+
+
+class ServerLost(Exception):
+    """A server took the request and gave no decision: its hooks may have run, so they
+    are not run again here; the caller decides as if each had failed (``why``)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 def json_line(document: Any) -> str:
     """One JSON object on one line, strict (no NaN) and safe for a terminal: C1 controls
     and direction characters escaped, as JSON already escapes C0 controls."""
@@ -43,24 +62,43 @@ def say(text: str = "") -> None:
 
 
 def read_envelope(source: str | None) -> dict[str, Any]:
+    """The envelope from ``source`` (a file, ``-`` for stdin, None: stdin when it is not
+    a terminal). UsageError when it cannot be read, is not UTF-8 or not a JSON object;
+    UnreadableEnvelope (a UsageError) when it is nested past MAX_NESTING levels."""
     if source is None:
         if sys.stdin is None or sys.stdin.isatty():
             return {}
-        text = sys.stdin.read()
-    elif source == "-":
-        text = sys.stdin.read()
+        source = "-"
+    if source == "-":
+        where = "stdin"
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
     else:
+        where = source
         try:
-            with open(source, encoding="utf-8") as handle:
-                text = handle.read()
+            with open(source, "rb") as handle:
+                data = handle.read()
         except OSError as exc:
             raise UsageError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the envelope on {where} is not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r}): JSON text is UTF-8") from None
+    return parse_envelope(text)
+
+
+def parse_envelope(text: str) -> dict[str, Any]:
+    """``read_envelope``'s reading of an envelope's text."""
+    from hookbus import deepjson
+
     if not text.strip():
         return {}
     try:
-        envelope = json.loads(text)
-    except RecursionError:
-        raise UsageError("the envelope is nested too deeply to read") from None
+        envelope = deepjson.loads(text)
+    except deepjson.TooDeep as exc:
+        fields = deepjson.shallow(text, 1)
+        if not isinstance(fields, dict):
+            raise UsageError("the envelope must be a JSON object") from None
+        raise UnreadableEnvelope(fields, f"the envelope is {exc}") from None
     except ValueError as exc:
         raise UsageError(f"the envelope is not valid JSON: {exc}") from None
     if not isinstance(envelope, dict):
@@ -68,15 +106,16 @@ def read_envelope(source: str | None) -> dict[str, Any]:
     return envelope
 
 
-def open_bus(args: argparse.Namespace, quiet: bool = False) -> HookBus:
-    """The bus of ``--home``. ``quiet``: the verb prints load problems itself."""
+def open_bus(args: argparse.Namespace, quiet: bool = False, read_only: bool = False) -> HookBus:
+    """The bus of ``--home``. ``quiet``: the verb prints load problems itself.
+    ``read_only``: the bus writes nothing (no load error reaches a state.json)."""
     import logging
 
     from hookbus.bus import HookBus
 
     if quiet:
         logging.getLogger("hookbus.load").setLevel(logging.ERROR)
-    bus = HookBus(args.home)
+    bus = HookBus(args.home, read_only=read_only)
     root = bus.home.root
     if not root.is_dir():
         warn(
@@ -129,9 +168,11 @@ def decide_in_process(
     envelope: dict[str, Any],
     interrupts: Interrupts,
     answer: Callable[[dict[str, Any]], None],
+    undecided: str | None = None,
 ) -> dict[str, Any]:
     """Run ``event``'s hooks here, hand the decision to ``answer`` as soon as it is known,
-    then wait for the async hooks (unless interrupted) and return it."""
+    then wait for the async hooks (unless interrupted) and return it. ``undecided``: run
+    none, and decide as if each matching hook had failed for that reason."""
     from hookbus.console import log_to_stderr
 
     log_to_stderr()
@@ -141,7 +182,7 @@ def decide_in_process(
     )
     with interrupts.watching(bus):
         try:
-            decided = bus.emit(event, envelope)
+            decided = bus.emit(event, envelope) if undecided is None else bus.undecided(event, envelope, undecided)
             decision = decided.as_dict()
             answer(decision)
             for failure in decided.failed:
@@ -152,15 +193,19 @@ def decide_in_process(
 
 
 def decide_via_server(
-    args: argparse.Namespace, event: str, envelope: dict[str, Any], verb: str
+    args: argparse.Namespace, event: str, envelope: dict[str, Any], verb: str, undecided: str | None = None
 ) -> dict[str, Any] | None:
     """The decision of a live ``hookbus serve`` of ``--home`` (``--socket``) for ``event``;
-    None when there is none to use, and the caller runs the hooks in-process."""
+    None when there is none to use, or it ran nothing (refused, busy, stopped): the caller
+    runs the hooks in-process. ServerLost when it may have run hooks and gave no decision.
+    ``undecided``: the envelope holds only the top-level fields, for that reason."""
     import os
 
-    if getattr(args, "no_server", False) or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
+    from hookbus.rendezvous import in_process_reason
+
+    if getattr(args, "no_server", False) or in_process_reason(os.environ) is not None:
         return None
-    from hookbus.client import Client, NoServer, OtherHome, RemoteError
+    from hookbus.client import Client, NoAnswer, NoServer, OtherHome, RemoteError
     from hookbus.failures import say_server_notes
     from hookbus.protocol import SHUTTING_DOWN
     from hookbus.rendezvous import home_root
@@ -170,24 +215,71 @@ def decide_via_server(
         client = Client(args.socket, home=home)
     except NoServer:
         return None
-    except OSError as exc:  # UntrustedPeer included
+    except OSError as exc:  # UntrustedPeer, ServerBusy included
         warn(f"{verb}: not using the server: {exc}; running in-process")
         return None
     with client:
         try:
-            decision = client.emit(event, envelope, failures=True)
-            say_server_notes(decision, verb, warn)
-            return decision
+            decision = client.emit(event, envelope, failures=True, undecided=undecided)
         except OtherHome as exc:
             served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
             warn(f"{verb}: the server on {client.path} serves {served}, not {home}; running in-process")
             return None
         except RemoteError as exc:
-            if exc.code == SHUTTING_DOWN:
-                return None  # refused, so not run
+            if not exc.ran_nothing:
+                raise ServerLost(f"the server on {client.path} failed after it may have run hooks: {exc}") from None
+            if exc.code != SHUTTING_DOWN:
+                warn(f"{verb}: the server on {client.path} ran nothing: {exc}; running in-process")
+            return None
+        except NoAnswer as exc:
+            raise ServerLost(str(exc)) from None
+        except (OSError, ValueError) as exc:  # NotStarted included: nothing ran
+            warn(f"{verb}: {exc}; running in-process")
+            return None
+    if not isinstance(decision, dict):
+        raise ServerLost(f"the server on {client.path} sent no decision")
+    say_server_notes(decision, verb, warn)
+    return decision
+
+
+def ask_server(args: argparse.Namespace, method: str, **params: Any) -> tuple[Any, str] | None:
+    """What a live ``hookbus serve`` of ``--home`` answers ``method`` with, and where it
+    listens; None when no server serves the home, or it ran nothing (said on stderr): the
+    verb then answers in-process. UsageError when it may have run hooks and gave no answer.
+    Read-only verbs use it so that what they show is what the server enforces."""
+    import os
+
+    from hookbus.client import Client, NoAnswer, NoServer, OtherHome, RemoteError
+    from hookbus.protocol import SHUTTING_DOWN
+    from hookbus.rendezvous import home_root, in_process_reason
+
+    reason = in_process_reason(os.environ)
+    if reason is not None:
+        return None
+    verb = f"hookbus {args.verb}"
+    try:
+        client = Client(getattr(args, "socket", None), home=home_root(args.home))
+    except NoServer:
+        return None
+    except OSError as exc:
+        warn(f"{verb}: not asking the server: {exc}; reading the home in this process")
+        return None
+    with client:
+        try:
+            return getattr(client, method)(**params), client.path
+        except OtherHome:
+            return None  # $HOOKBUS_SOCKET names another home's server: not this home's
+        except RemoteError as exc:
+            if not exc.ran_nothing:
+                raise UsageError(f"the server on {client.path} failed: {exc}") from None
+            if exc.code != SHUTTING_DOWN:
+                warn(f"{verb}: the server on {client.path} did not answer: {exc}; reading the home in this process")
+            return None
+        except NoAnswer as exc:
             raise UsageError(str(exc)) from None
         except (OSError, ValueError) as exc:
-            raise UsageError(f"the server on {client.path} failed before answering (its hooks may have run): {exc}") from None
+            warn(f"{verb}: {exc}; reading the home in this process")
+            return None
 
 
 def warn(text: str) -> None:

@@ -18,15 +18,24 @@ import socket
 from hookbus.protocol import (
     MAX_LINE_BYTES,
     NO_ID,
+    NOT_RUN,
     OTHER_HOME,
     encode,
     request,
 )
 from hookbus.rendezvous import (
+    ANSWER_MARGIN_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
+    MAX_WAIT_SECONDS,
+    START_GRACE_SECONDS,
+    START_WINDOW_SECONDS,
+    STARTED,
+    NoAnswer,
     NoServer,
+    NotStarted,
     ServerBusy,
     UntrustedPeer,
+    await_response,
     connect,
     home_root,
     read_line,
@@ -40,18 +49,34 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
-__all__ = ["AsyncClient", "Client", "NoServer", "OtherHome", "RemoteError", "ServerBusy", "UntrustedPeer"]
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "NoAnswer",
+    "NoServer",
+    "NotStarted",
+    "OtherHome",
+    "RemoteError",
+    "ServerBusy",
+    "UntrustedPeer",
+]
 
 
 class RemoteError(Exception):
     """The server answered with an error: ``code`` is JSON-RPC's or hookbus's own
-    (``hookbus.protocol``), ``message`` says what, ``data`` is extra detail or None."""
+    (``hookbus.protocol``), ``message`` says what, ``data`` is extra detail or None.
+    ``ran_nothing``: the error came before any of the request ran (``NOT_RUN``), so its
+    hooks can be run elsewhere without running twice."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
+
+    @property
+    def ran_nothing(self) -> bool:
+        return self.code in NOT_RUN
 
     def __str__(self) -> str:
         return self.message
@@ -91,9 +116,14 @@ class Client:
     nothing listens there, UntrustedPeer when another user's process does, ServerBusy when
     its accept queue stays full for 5 s (until then it waits for room). Given ``home``,
     every request says so, and the server refuses it (OtherHome, a RemoteError) unless it
-    serves that home: ``$HOOKBUS_SOCKET`` may name another home's server. ``timeout``
-    bounds each request (None: wait as long as the hooks take); a request that times out
-    closes the client, since its answer would arrive later on the same connection.
+    serves that home: ``$HOOKBUS_SOCKET`` may name another home's server.
+
+    ``emit``, ``trigger`` and ``ping`` never wait on a stopped or wedged server for long:
+    the server must start the request within 2 s (NotStarted otherwise: nothing ran, and
+    nothing will), and then answer within the time it said the hooks may take, plus 2 s
+    (NoAnswer otherwise: the hooks may have run). ``timeout`` bounds ``reload`` and
+    ``call`` (None: as long as it takes). A request that fails so closes the client, since
+    its answer could still arrive on the same connection.
     """
 
     def __init__(
@@ -108,6 +138,7 @@ class Client:
         #: The home every request names, when one was given.
         self.home = None if home is None else root
         self._socket: socket.socket | None = connect(self.path, CONNECT_TIMEOUT_SECONDS)
+        self._timeout = timeout
         self._socket.settimeout(timeout)
         self._buffer = bytearray()
         self._last_id = 0
@@ -131,25 +162,74 @@ class Client:
         """Send a notification: the server runs it and answers nothing."""
         self._connected().sendall(encode(request(NO_ID, method, _with_home(params, self.home))))
 
-    def emit(self, event: str, envelope: dict[str, Any] | None = None, *, failures: bool = False) -> dict[str, Any]:
+    def emit(
+        self, event: str, envelope: dict[str, Any] | None = None, *, failures: bool = False, undecided: str | None = None
+    ) -> dict[str, Any]:
         """The decision for ``event``: ``{"behavior", "reason"?, "input"?, "context"?}``
         and the extras. With ``failures``, also ``"failed"``: each sync hook that failed
-        (``{"hook_id", "failure", "error", "closed"}``), when any did."""
+        (``{"hook_id", "failure", "error", "closed"}``), when any did. ``undecided``: the
+        envelope could only be read in part (its top-level fields are given), for this
+        reason: the server runs nothing, and each hook that matches counts as failed under
+        its on_error. NotStarted or NoAnswer when the server is stopped or wedged."""
         params: dict[str, Any] = {"event": event, "envelope": envelope or {}}
         if failures:
             params["failures"] = True
-        result: dict[str, Any] = self.call("emit", params)
+        if undecided is not None:
+            params["undecided"] = undecided
+        result: dict[str, Any] = self._call_in_time("emit", params)
         return result
 
     def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
         """Fire one hook now, whatever its trigger; its run record."""
-        result: dict[str, Any] = self.call("trigger", {"hook_id": hook_id, "envelope": envelope or {}})
+        result: dict[str, Any] = self._call_in_time("trigger", {"hook_id": hook_id, "envelope": envelope or {}})
         return result
 
     def ping(self) -> dict[str, Any]:
         """``{"version", "generation", "home"}`` of the server."""
-        result: dict[str, Any] = self.call("ping")
+        result: dict[str, Any] = self._call_in_time("ping", {})
         return result
+
+    def status(self) -> dict[str, Any]:
+        """What the server enforces: ``{"home", "pid", "generation", "hooks", "problems",
+        "warnings", "disabled"}``, each hook as ``hookbus list`` shows it."""
+        result: dict[str, Any] = self._call_in_time("status", {})
+        return result
+
+    def explain(
+        self, event: str, envelope: dict[str, Any] | None = None, *, dry_run: bool = False, undecided: str | None = None
+    ) -> dict[str, Any]:
+        """``hookbus explain --json`` as the server decides: its hooks run and are recorded
+        unless ``dry_run``."""
+        params: dict[str, Any] = {"event": event, "envelope": envelope or {}, "dry_run": dry_run}
+        if undecided is not None:
+            params["undecided"] = undecided
+        result: dict[str, Any] = self._call_in_time("explain", params)
+        return result
+
+    def _call_in_time(self, method: str, params: dict[str, Any]) -> Any:
+        """``call``, with a ``start_by``: bounded as the class says."""
+        import time
+
+        sock = self._connected()
+        self._last_id += 1
+        wanted = self._last_id
+        params = {**params, "start_by": time.time() + START_WINDOW_SECONDS}
+        try:
+            line = encode(request(wanted, method, _with_home(params, self.home)))
+            if len(line) > MAX_LINE_BYTES + 1:
+                raise NotStarted(f"the request is {len(line):,} bytes, more than a line to the server may hold ({MAX_LINE_BYTES:,}); nothing was sent")
+            sock.sendall(line)
+            response = await_response(sock, self._buffer, self.path, wanted, json.loads)
+            sock.settimeout(self._timeout)
+            return _outcome(response)
+        except OSError as exc:
+            self.close()  # an answer may still be on its way: the connection is spent
+            if isinstance(exc, (NotStarted, NoAnswer)):
+                raise
+            raise NotStarted(f"could not send the request to the server on {self.path} ({exc}); nothing ran") from None
+        except ValueError:
+            self.close()
+            raise
 
     def reload(self) -> dict[str, Any]:
         """Re-read every hook now; ``{"generation", "hooks", "problems"}`` afterwards."""
@@ -210,6 +290,8 @@ class AsyncClient:
         self._reader = reader
         self._writer = writer
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        #: Requests the server said it started: by when (the loop's clock) they must end.
+        self._due: dict[int, float] = {}
         self._last_id = 0
         self._failure: BaseException | None = None
         #: A null-id error (permission denied, request too large) comes just before the
@@ -260,20 +342,82 @@ class AsyncClient:
         self._writer.write(encode(request(NO_ID, method, _with_home(params, self.home))))
         await self._writer.drain()
 
-    async def emit(self, event: str, envelope: dict[str, Any] | None = None, *, failures: bool = False) -> dict[str, Any]:
+    async def emit(
+        self, event: str, envelope: dict[str, Any] | None = None, *, failures: bool = False, undecided: str | None = None
+    ) -> dict[str, Any]:
+        """As ``Client.emit``, bounded the same way (NotStarted, NoAnswer)."""
         params: dict[str, Any] = {"event": event, "envelope": envelope or {}}
         if failures:
             params["failures"] = True
-        result: dict[str, Any] = await self.call("emit", params)
+        if undecided is not None:
+            params["undecided"] = undecided
+        result: dict[str, Any] = await self._call_in_time("emit", params)
         return result
 
     async def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call("trigger", {"hook_id": hook_id, "envelope": envelope or {}})
+        result: dict[str, Any] = await self._call_in_time("trigger", {"hook_id": hook_id, "envelope": envelope or {}})
         return result
 
     async def ping(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call("ping")
+        result: dict[str, Any] = await self._call_in_time("ping", {})
         return result
+
+    async def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._call_in_time("status", {})
+        return result
+
+    async def explain(
+        self, event: str, envelope: dict[str, Any] | None = None, *, dry_run: bool = False, undecided: str | None = None
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"event": event, "envelope": envelope or {}, "dry_run": dry_run}
+        if undecided is not None:
+            params["undecided"] = undecided
+        result: dict[str, Any] = await self._call_in_time("explain", params)
+        return result
+
+    async def _call_in_time(self, method: str, params: dict[str, Any]) -> Any:
+        """``call`` with a ``start_by``: NotStarted when the server does not start it in
+        time (nothing ran), NoAnswer when it started and does not answer in time."""
+        import asyncio
+        import time
+
+        if self._failure is not None:
+            raise NotStarted(f"{self._failure}; nothing was sent")
+        loop = asyncio.get_running_loop()
+        self._last_id += 1
+        wanted = self._last_id
+        params = {**params, "start_by": time.time() + START_WINDOW_SECONDS}
+        line = encode(request(wanted, method, _with_home(params, self.home)))
+        if len(line) > MAX_LINE_BYTES + 1:
+            raise NotStarted(f"the request is {len(line):,} bytes, more than a line to the server may hold ({MAX_LINE_BYTES:,}); nothing was sent")
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._pending[wanted] = answer
+        give_up = loop.time() + START_WINDOW_SECONDS + START_GRACE_SECONDS
+        try:
+            try:
+                self._writer.write(line)
+                await self._writer.drain()
+            except OSError as exc:
+                raise NotStarted(f"could not send the request to the server on {self.path} ({exc}); nothing ran") from None
+            while not answer.done():
+                due = self._due.get(wanted, give_up)
+                remaining = due - loop.time()
+                if remaining <= 0:
+                    if wanted in self._due:
+                        raise NoAnswer(f"the server on {self.path} started the hooks and gave no answer in time (is it stopped?); they may have run")
+                    raise NotStarted(f"the server on {self.path} did not start the request within {START_WINDOW_SECONDS:g} s (is it stopped or overloaded?); nothing ran")
+                await asyncio.wait([answer], timeout=remaining)
+            try:
+                return answer.result()
+            except ConnectionError as exc:
+                if isinstance(exc, (NotStarted, NoAnswer)):
+                    raise
+                if wanted in self._due:
+                    raise NoAnswer(f"{exc}; the hooks may have run") from None
+                raise NotStarted(f"{exc}; nothing ran") from None
+        finally:
+            self._pending.pop(wanted, None)
+            self._due.pop(wanted, None)
 
     async def reload(self) -> dict[str, Any]:
         result: dict[str, Any] = await self.call("reload")
@@ -307,6 +451,9 @@ class AsyncClient:
                 if not line.endswith(b"\n"):
                     raise ConnectionError(f"the server on {self.path} closed the connection")
                 response = json.loads(line)
+                if isinstance(response, dict) and response.get("method") == STARTED:
+                    self._note_started(response.get("params"))
+                    continue
                 wanted = response.get("id") if isinstance(response, dict) else None
                 answer = self._pending.get(wanted) if isinstance(wanted, int) else None
                 if answer is None:
@@ -321,6 +468,16 @@ class AsyncClient:
         except Exception as exc:
             why = f"{exc}: {self._last_word}" if self._last_word else str(exc)
             self._fail_pending(ConnectionError(f"the connection to {self.path} failed: {why}"))
+
+    def _note_started(self, params: Any) -> None:
+        """The server started a request's hooks, which may take ``wait`` seconds."""
+        import asyncio
+
+        if not isinstance(params, dict) or params.get("id") not in self._pending:
+            return
+        wait = params.get("wait")
+        seconds = float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait >= 0 else 0.0
+        self._due[params["id"]] = asyncio.get_running_loop().time() + min(seconds, MAX_WAIT_SECONDS) + ANSWER_MARGIN_SECONDS
 
     def _fail_pending(self, failure: ConnectionError) -> None:
         if self._failure is None:

@@ -15,7 +15,7 @@ from typing import Any
 from hookbus.claude_output import UNDERSTOOD, ForeignDecisionError, is_foreign, outcome_from_foreign
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
 from hookbus.errors import json_limit_message
-from hookbus.jsontext import LONE_SURROGATE
+from hookbus.jsontext import LONE_SURROGATE, DuplicateKeyError, unique_keys
 
 # What bash (older: "bad interpreter"; 5.2: "required file not found") and env say when a
 # script's #! line names a program that does not exist.
@@ -29,6 +29,13 @@ ERROR_TAIL_CHARS = 500
 
 class DecisionError(ValueError):
     """A JSON decision object that does not say anything valid."""
+
+
+class UnreadableDecision(DecisionError):
+    """A JSON object hookbus cannot read for sure: a key named twice, NaN, past Python's
+    limits. In a command's output and in a final text alike, it is the hook's failure
+    ("unparseable"), never text: whatever it was meant to say, reading it as allow or as
+    context would be hookbus's guess."""
 
 
 def outcome_from_object(decision: dict[str, Any], event: str | None = None) -> Outcome:
@@ -76,22 +83,32 @@ def outcome_from_object(decision: dict[str, Any], event: str | None = None) -> O
 def _parse_object(text: str) -> dict[str, Any] | None:
     """The JSON object ``text`` holds, or None when it is not JSON or not an object.
 
-    DecisionError when it is a JSON object Python cannot take whole (an integer over 4,300
-    digits, nesting past the recursion limit) or one that is not JSON at all (NaN): it was
-    meant as a decision, so it must neither be dropped nor pass as context.
+    UnreadableDecision when it is a JSON object that cannot be read for sure: one that
+    names a key twice at any depth (``{"behavior": "deny", ..., "behavior": "allow"}``:
+    which value counts would be a guess), one Python cannot take whole (an integer over
+    4,300 digits, nesting past the recursion limit), or one that is not JSON at all (NaN).
+    It was meant as a decision, so it must neither be dropped nor pass as context.
     """
     if not text.startswith("{"):
         return None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
-    except DecisionError:
-        raise
+        value = _DECODER.decode(text)
+    except (UnreadableDecision, DuplicateKeyError) as exc:
+        # Both stop the parse where they are met, before a syntax error further on shows.
+        if not _is_json(text):
+            return None  # text that opens with a brace, not JSON: what it holds is words
+        if isinstance(exc, UnreadableDecision):
+            raise
+        raise UnreadableDecision(
+            f"JSON decision could not be read: {exc} (a reader would have to guess which value counts); "
+            "name each key once"
+        ) from None
     except json.JSONDecodeError:
         return None
     except ValueError as exc:
-        raise DecisionError(f"JSON decision could not be read: {json_limit_message(exc)}") from None
+        raise UnreadableDecision(f"JSON decision could not be read: {json_limit_message(exc)}") from None
     except RecursionError:
-        raise DecisionError("JSON decision could not be read: it is nested too deeply") from None
+        raise UnreadableDecision("JSON decision could not be read: it is nested too deeply") from None
     if not isinstance(value, dict):
         return None
     if "\\u" in text:  # only an escape can make a lone surrogate, which is not text
@@ -100,8 +117,26 @@ def _parse_object(text: str) -> dict[str, Any] | None:
     return value
 
 
+def _is_json(text: str) -> bool:
+    """Whether ``text`` is one JSON document as ``json`` reads it (repeated keys and NaN
+    taken), whatever else is wrong with it."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    except (ValueError, RecursionError):
+        return True  # past Python's limits: JSON all the same
+    return True
+
+
 def _refuse_constant(name: str) -> Any:
-    raise DecisionError(f"JSON decision: {name} is not valid JSON (use a number or null)")
+    raise UnreadableDecision(f"JSON decision: {name} is not valid JSON (use a number or null)")
+
+
+#: Made once: ``json.loads`` with options builds a decoder on every call, which costs more
+#: than reading a small decision. Threads may share it: a decode keeps nothing of its own
+#: in it but the scanner's key cache, which only saves memory.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=unique_keys)
 
 
 def _scrub_surrogates(value: Any) -> Any:
@@ -209,6 +244,9 @@ def outcome_from_final_text(text: str, event: str | None = None) -> Outcome:
     """The final-text contract of workflows and prompts (and any runner that answers in text).
 
     - a JSON object with a valid behavior is that decision (also inside a ```json fence);
+    - a JSON object that cannot be read for sure (a key named twice, NaN, past Python's
+      limits) is the hook's failure ("unparseable"), recorded, and closed under
+      ``"on_error": "deny"``;
     - otherwise, a line starting with ``BLOCK:`` denies, with the rest of the line as reason;
     - otherwise, non-empty text becomes context; empty text allows.
     """
@@ -216,7 +254,10 @@ def outcome_from_final_text(text: str, event: str | None = None) -> Outcome:
     text = LONE_SURROGATE.sub("\ufffd", text.replace("\r\n", "\n")).strip()
     if not text:
         return Outcome("allow")
-    decision = _decision_object(text, event)
+    try:
+        decision = _decision_object(text, event)
+    except UnreadableDecision as exc:
+        return Outcome.fail_open(str(exc), failure="unparseable")
     if decision is not None:
         return decision
     block = _BLOCK.search(text)
@@ -227,15 +268,16 @@ def outcome_from_final_text(text: str, event: str | None = None) -> Outcome:
 
 def _decision_object(text: str, event: str | None) -> Outcome | None:
     """The decision of a reply that is a JSON object, or one fenced JSON object; None when
-    it is not one, or has no valid behavior (then it is just text)."""
+    it is not one, or has no valid behavior (then it is just text). UnreadableDecision when
+    it is one that cannot be read for sure."""
+    candidate = _parse_object(text)
+    if candidate is None:
+        fenced = _FENCED.findall(text)
+        if len(fenced) == 1:
+            candidate = _parse_object(fenced[0].strip())
+    if candidate is None:
+        return None
     try:
-        candidate = _parse_object(text)
-        if candidate is None:
-            fenced = _FENCED.findall(text)
-            if len(fenced) == 1:
-                candidate = _parse_object(fenced[0].strip())
-        if candidate is None:
-            return None
         return outcome_from_object(candidate, event)
     except DecisionError:
         return None

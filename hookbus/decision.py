@@ -28,7 +28,7 @@ def cap_text(text: str, limit: int = MAX_CONTEXT_CHARS) -> str:
     return f"{text[:limit]}\n[hookbus: truncated {len(text) - limit} more characters]"
 
 
-Failure = Literal["timeout", "crash", "killed", "unparseable", "error"]
+Failure = Literal["timeout", "crash", "killed", "unparseable", "error", "hookbus"]
 
 
 @attrs.frozen
@@ -45,7 +45,8 @@ class Outcome:
     thread_id: str | None = None
     #: How it failed, when it did: "timeout", "crash" (a non-zero exit, an exception, a
     #: process that could not start), "killed" (a signal, a cancellation), "unparseable"
-    #: (an answer that is no valid decision), or "error" (anything else). A blocking hook
+    #: (an answer that is no valid decision), "hookbus" (hookbus could not run it: see
+    #: ``HookBus.undecided``), or "error" (anything else). A blocking hook
     #: with ``"on_error": "deny"`` turns a failure into a deny whose reason says which.
     failure: Failure | None = None
     #: The extras, for what the four behaviors cannot say (Claude Code's hooks say them):
@@ -55,6 +56,10 @@ class Outcome:
     continue_with: str | None = None
     #: any event: end the whole turn, telling the user this.
     halt: str | None = None
+    #: What the run did that its spec did not say, and why (it ran in the hook's directory:
+    #: the envelope's cwd cannot be entered): the run's record carries it as its note. Not
+    #: part of the decision.
+    note: str | None = None
 
     @classmethod
     def fail_open(cls, error: str, thread_id: str | None = None, failure: Failure = "error") -> Outcome:

@@ -9,7 +9,8 @@
 - Cancellation: every emit with sync hooks running holds a token; ``interrupt`` cancels
   them all, ``close`` waits for them, then cancels what is left.
 
-A run never raises: a runner's bug, a timeout or a refused rewrite is a fail-open outcome.
+A run never raises: a runner's bug, a timeout, a refused rewrite or no thread to run on is
+the hook's failure, open or (``"on_error": "deny"``) closed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import attrs
 
 from hookbus.cancel import CancelToken
 from hookbus.decision import Outcome
@@ -94,11 +97,17 @@ class Dispatcher:
             return [self.run(hooks[0], event, full, payload, settings, cancel)]
         threads = self.threads()
         submitted = time.time(), time.monotonic()
-        jobs = [
-            (hook, threads.submit(functools.partial(self.run, hook, event, full, payload, settings, cancel)))
-            for hook in hooks
-        ]
-        return [_wait_for(hook, job, submitted) for hook, job in jobs]
+        jobs: list[tuple[Hook, StartedJob | Run]] = []
+        for hook in hooks:
+            try:
+                jobs.append((hook, threads.submit(functools.partial(self.run, hook, event, full, payload, settings, cancel))))
+            except (RuntimeError, MemoryError) as exc:
+                # No thread to be had (the user's processes or memory ran out): that hook's
+                # failure, decided by its on_error; an exception here would leave the hooks
+                # already started unwaited for and the host without a decision.
+                error = f"could not start a thread for it: {type(exc).__name__}: {exc}"
+                jobs.append((hook, (hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(submitted[0]), 0.0)))
+        return [job if isinstance(job, tuple) else _wait_for(hook, job, submitted) for hook, job in jobs]
 
     def run_manual(self, hook: Hook, full: Mapping[str, Any], payload: bytes, settings: Settings) -> RunRecord:
         """Fire one hook now, on this thread, as an async fire marked manual."""
@@ -190,6 +199,10 @@ class Dispatcher:
             problem = check_modify_input(event, outcome.input)
             if problem is not None:
                 outcome = Outcome.fail_open(problem, outcome.thread_id, failure="unparseable")
+        if call.notes:
+            # What the run did that its spec did not say (where it ran): for its record.
+            said = [*call.notes, outcome.note] if outcome.note else call.notes
+            outcome = attrs.evolve(outcome, note="; ".join(said))
         return hook, outcome, at, time.monotonic() - started
 
     def _run_async(self, job: AsyncJob, cancel: CancelToken) -> RunRecord:
@@ -287,5 +300,6 @@ def _async_record(hook: Hook, event: str, outcome: Outcome, at: str, duration: f
         error=outcome.error,
         thread_id=outcome.thread_id,
         decision=outcome.as_dict(),
+        note=outcome.note,
         manual=manual,
     )

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
 import _json
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from hookbus.errors import EnvelopeError
+from hookbus.deepjson import TooDeep
+from hookbus.errors import EnvelopeError, EnvelopeTooDeep
 from hookbus.jsontext import strict_json
 
 
@@ -23,8 +22,8 @@ def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[st
     """The envelope hooks receive: the embedder's fields untouched, plus hook_event_name.
 
     Compact separators, so ``"vix_bin":"..."`` greps the way the spec's examples expect.
-    EnvelopeError when it cannot be JSON: nested past Python's recursion limit (about a
-    thousand levels), holding itself, or holding a value that cannot be written.
+    EnvelopeTooDeep when it is nested deeper than MAX_NESTING levels; EnvelopeError when it
+    cannot be JSON at all: holding itself, or holding a value that cannot be written.
     """
     full = dict(envelope)
     full["hook_event_name"] = event
@@ -36,11 +35,8 @@ def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[st
         return MappingProxyType(full), payload
     try:
         payload = strict_json(full, separators=(",", ":")) + b"\n"
-    except RecursionError:
-        raise EnvelopeError(
-            f"the {event} envelope cannot be encoded as JSON: it is nested too deeply "
-            f"(more than about {sys.getrecursionlimit():,} levels)"
-        ) from None
+    except TooDeep as exc:
+        raise EnvelopeTooDeep(f"the envelope is {exc}") from None
     except (ValueError, TypeError) as exc:  # a circular reference, a value str() refuses
         raise EnvelopeError(f"the {event} envelope cannot be encoded as JSON: {exc}") from None
     return MappingProxyType(full), payload

@@ -19,7 +19,10 @@ __all__ = [
     "REQUEST_TOO_LARGE",
     "PERMISSION_DENIED",
     "OTHER_HOME",
+    "SERVER_BUSY",
+    "TOO_LATE",
     "ERROR_NAMES",
+    "NOT_RUN",
 ]
 
 # JSON-RPC 2.0's own codes.
@@ -44,6 +47,12 @@ REQUEST_TOO_LARGE = -32004
 PERMISSION_DENIED = -32005
 #: The request's "home" param names another home than the one the server serves; nothing ran.
 OTHER_HOME = -32006
+#: The server sheds the request: too many requests, connections, or bytes in flight, or
+#: no thread to run it on. Nothing ran; run the hooks elsewhere (in-process) or retry.
+SERVER_BUSY = -32007
+#: The request reached the server after its "start_by": the client had stopped waiting,
+#: so nothing was run.
+TOO_LATE = -32008
 
 ERROR_NAMES = {
     PARSE_ERROR: "parse error",
@@ -58,4 +67,16 @@ ERROR_NAMES = {
     REQUEST_TOO_LARGE: "request too large",
     PERMISSION_DENIED: "permission denied",
     OTHER_HOME: "other home",
+    SERVER_BUSY: "server busy",
+    TOO_LATE: "too late",
 }
+
+#: The errors that answer a request before anything of it ran: a client may run the hooks
+#: itself instead. After any other (an internal error, a HookBusError), its hooks may have
+#: run.
+NOT_RUN = frozenset(
+    (
+        PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, HOOK_NOT_FOUND, HOOKS_DISABLED,
+        SHUTTING_DOWN, REQUEST_TOO_LARGE, PERMISSION_DENIED, OTHER_HOME, SERVER_BUSY, TOO_LATE,
+    )
+)

@@ -38,6 +38,16 @@ class EnvelopeError(HookBusError, ValueError):
     """``emit`` was given an envelope that is not a mapping, or that cannot be JSON."""
 
 
+class ReadOnlyBusError(HookBusError):
+    """A ``HookBus(read_only=True)`` was asked to fire a hook, which would write records."""
+
+
+class EnvelopeTooDeep(EnvelopeError):
+    """The envelope is nested deeper than ``hookbus.deepjson.MAX_NESTING`` levels: hooks
+    cannot be handed it. ``emit`` does not raise it: the hooks that match count as not
+    run, under their ``on_error``."""
+
+
 class SpecError(HookBusError, ValueError):
     """A value in a spec is invalid. ``location`` is a JSON path relative to the value checked.
 

@@ -72,8 +72,12 @@ class HookVerdict:
         return self.status in RUNS
 
     def as_json(self) -> dict[str, Any]:
+        """This verdict as JSON, with every registered secret masked (input included):
+        it is a report of what the hook said, as its record is."""
+        from hookbus.redaction import redact_value
+
         run = self.run
-        return {
+        document = {
             "id": self.hook_id,
             "matched": self.runs,
             "status": self.status,
@@ -90,6 +94,8 @@ class HookVerdict:
                 "note": run.note,
             },
         }
+        masked: dict[str, Any] = redact_value(document)
+        return masked
 
 
 @attrs.frozen
@@ -110,7 +116,12 @@ class Explanation:
     guard: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        """The explanation as one JSON object, with every registered secret masked: the
+        hooks' answers, the merge and the decision (its input too: here it is reported,
+        not obeyed)."""
+        from hookbus.redaction import redact_value
+
+        document = {
             "event": self.event,
             "field": self.field,
             "value": self.value,
@@ -120,6 +131,8 @@ class Explanation:
             "merge": list(self.merge),
             "decision": None if self.decision is None else self.decision.as_dict(),
         }
+        masked: dict[str, Any] = redact_value(document)
+        return masked
 
 
 def match_verdicts(snapshot: Snapshot, event: str, envelope: Mapping[str, Any]) -> tuple[tuple[HookVerdict, ...], str | None]:

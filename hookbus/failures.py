@@ -15,6 +15,9 @@ FAILURES: dict[str, str] = {
     "killed": "was killed",
     "unparseable": "answered with something unparseable",
     "error": "failed",
+    # hookbus itself could not run it (an envelope it could not read whole, a server that
+    # stopped answering): the hook's own on_error decides all the same.
+    "hookbus": "could not be decided by hookbus",
 }
 
 

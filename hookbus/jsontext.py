@@ -29,6 +29,29 @@ JSON_TYPE_NAMES: dict[type, str] = {
 }
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object that names one key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook`` for ``json.loads`` that refuses an object naming a key twice
+    (DuplicateKeyError), at any depth. ``json`` keeps the last value and other readers the
+    first, so such a document means whatever its reader guesses: ``{"behavior": "deny",
+    "behavior": "allow"}`` would be an allow."""
+    result = dict(pairs)
+    if len(result) != len(pairs):  # rare: only then look for which key repeats
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
+    return result
+
+
 def json_type_name(value: object) -> str:
     """How a JSON user would name the type of ``value``."""
     if isinstance(value, bool):
@@ -48,10 +71,18 @@ def strict_json(
     file name the OS handed back with undecodable bytes, say) cannot be encoded as UTF-8.
     Such a document is still written, as strict JSON: the surrogate escaped (``\\udcff``)
     and NaN or infinity spelled as a string, rather than raising or writing what a JSON
-    parser refuses.
+    parser refuses. A document nested past the C encoder (a thousand levels) is written
+    without recursion, up to ``hookbus.deepjson.MAX_NESTING`` levels; deeper raises
+    ``TooDeep`` (a ValueError).
     """
     try:
         return _encoder(indent, separators).encode(document).encode()
+    except RecursionError:
+        if indent is not None:
+            raise
+        from hookbus.deepjson import dumps_strict
+
+        return dumps_strict(document, separators or (", ", ": ")).encode()
     except (ValueError, UnicodeEncodeError):
         text = json.dumps(
             _finite(document), ensure_ascii=True, allow_nan=False, indent=indent, separators=separators, default=str

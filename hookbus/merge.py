@@ -4,7 +4,9 @@ In order: a failed hook fails open, or with ``"on_error": "deny"`` closed; a hoo
 not blocking (or an event that cannot block) has its deny or rewrite demoted to its
 context; extras an event has no use for are dropped; the resolver plugin merges; the
 embedder's input check may deny a rewritten input; a modify that lost says to what. The
-notes say each of these in the hook's record.
+notes say each of these in the hook's record. Last, what leaves hookbus is masked: a
+registered secret a hook said (a fail-closed deny's reason is its stderr) reaches no host,
+model, terminal or client.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from hookbus.decision import ALLOW, FAILURES, Decision, HookFailure, HookResult,
 from hookbus.errors import PluginError
 from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
 from hookbus.records import RunRecord
+from hookbus.redaction import has_secrets, redact, redact_decision, redact_outcome
 from hookbus.reporting import ReportOnce
 
 if TYPE_CHECKING:
@@ -92,7 +95,8 @@ class Decider:
         )
         if failed:
             decision = attrs.evolve(decision, failed=failed)
-        return Merged(decision, counted, notes)
+        merged = Merged(decision, counted, notes)
+        return _masked(merged) if has_secrets() else merged
 
     def _resolve(self, event: str, results: list[HookResult]) -> Decision:
         try:
@@ -120,6 +124,15 @@ class Decider:
         return Decision(
             "deny", reason=f"input rewritten by hook {modifier!r} was denied: {reason}", context=decision.context, denied_by=(modifier,)
         )
+
+
+def _masked(merged: Merged) -> Merged:
+    """``merged`` with every registered secret masked where it leaves hookbus: the decision
+    (the host, the model, ``hookbus emit``, a server's answer) and the runs and notes
+    (``hookbus explain``, the records). Only called when a secret is registered."""
+    runs = tuple((hook, redact_outcome(outcome), at, duration) for hook, outcome, at, duration in merged.runs)
+    notes = {hook_id: redact(note) for hook_id, note in merged.notes.items()}
+    return Merged(redact_decision(merged.decision), runs, notes)
 
 
 def _usable_extras(event: str, hook: Hook, outcome: Outcome, notes: dict[str, str]) -> Outcome:

@@ -186,15 +186,130 @@ def run_process(
             **_GROUP_OPTION,
         )
     except OSError as exc:
-        return ProcessResult(None, spawn_error=_describe_spawn_error(exc, argv, cwd))
+        return ProcessResult(None, spawn_error=_describe_spawn_error(exc, argv, cwd, env))
     return _Supervision(proc, input, deadline, cancel, output_cap).run()
 
 
-def _describe_spawn_error(exc: OSError, argv: Sequence[str], cwd: Path) -> str:
+#: What a spawn that failed with one of these ran out of: the system's resources, not the
+#: hook's fault, and a person needs to know which (the OS's words, "Resource temporarily
+#: unavailable", do not say).
+_RAN_OUT: dict[int, str] = {
+    errno.EAGAIN: "out of processes (EAGAIN): the user's process limit (ulimit -u) or the system's was reached",
+    errno.EMFILE: "out of file descriptors (EMFILE): this process has as many open as its limit (ulimit -n) allows",
+    errno.ENFILE: "out of file descriptors (ENFILE): the system's table of open files is full",
+    errno.ENOMEM: "out of memory (ENOMEM)",
+}
+
+
+def _describe_spawn_error(exc: OSError, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> str:
+    """Why a process could not start, saying where and what to fix."""
+    # subprocess names the working directory as the file when chdir failed in the child,
+    # the program otherwise: "could not start bash: Permission denied" was a cwd's fault.
+    if isinstance(exc.filename, (str, bytes, os.PathLike)) and os.fsdecode(exc.filename) == os.fsdecode(cwd):
+        return f"could not start: working directory {cwd} {_directory_problem(exc)}"
+    if exc.errno in _RAN_OUT:
+        return f"could not start: {_RAN_OUT[exc.errno]}"
+    if exc.errno == errno.E2BIG:
+        return f"could not start: {describe_too_big(argv, env)}"
     if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not cwd.is_dir():
         problem = "is not a directory" if os.path.lexists(cwd) else "does not exist"
         return f"could not start: working directory {cwd} {problem}"
     return f"could not start {argv[0]}: {exc.strerror or exc}"
+
+
+def _directory_problem(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "does not exist"
+    if exc.errno == errno.ENOTDIR:
+        return "is not a directory"
+    if exc.errno == errno.EACCES:
+        return f"cannot be entered: {exc.strerror}"
+    return f"cannot be used: {exc.strerror or exc}"
+
+
+# -- what exec has room for ---------------------------------------------------------------
+#
+# The kernel refuses to start a program (E2BIG) when one string of argv or of the environment
+# (``NAME=value`` and its NUL) is over MAX_ARG_STRLEN, 32 pages (128 KiB with 4 KiB pages);
+# or when all of them, with a pointer each, are over the limit the stack size sets: a quarter
+# of RLIMIT_STACK, at most 6 MiB, at least 128 KiB (fs/exec.c: ARG_MAX, and _STK_LIM / 4 * 3).
+
+_ARG_MAX_FLOOR = 128 * 1024
+_ARG_MAX_CEILING = 6 * 1024 * 1024
+_POINTER_BYTES = 8
+
+
+def max_string_bytes() -> int:
+    """MAX_ARG_STRLEN: the most one string of argv or the environment may take, its NUL
+    included."""
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        page = 4096
+    return 32 * max(page, 4096)
+
+
+def exec_limit() -> int:
+    """The most all of exec's strings and their pointers may take, under this process's
+    stack limit (which a child inherits)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+    limit = _ARG_MAX_CEILING if soft == resource.RLIM_INFINITY else soft // 4
+    return max(_ARG_MAX_FLOOR, min(_ARG_MAX_CEILING, limit))
+
+
+def exec_bytes(text: str) -> int:
+    """Bytes ``text`` takes as exec gets it, without its NUL. surrogatepass: 3 bytes for a
+    surrogate, never fewer than exec will get (os.fsencode makes one byte of an undecodable
+    ``\\udcXX``)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def exec_used(env: Mapping[str, str], argv: Sequence[str]) -> int:
+    """Bytes of exec's limit that ``argv`` and ``env`` take: every string with its NUL, the
+    file name (exec copies it too), and a pointer each."""
+    used = exec_bytes(argv[0]) + 1
+    used += sum(exec_bytes(arg) + 1 for arg in argv)
+    used += sum(exec_bytes(name) + exec_bytes(value) + 2 for name, value in env.items())
+    return used + _POINTER_BYTES * (len(argv) + len(env))
+
+
+def exec_room(env: Mapping[str, str], argv: Sequence[str]) -> int:
+    """Bytes exec has left for one more environment string (its pointer counted), given
+    ``env`` and ``argv``."""
+    return exec_limit() - exec_used(env, argv) - _POINTER_BYTES
+
+
+def describe_too_big(argv: Sequence[str], env: Mapping[str, str]) -> str:
+    """What made exec refuse ``argv`` and ``env`` with E2BIG, by name and size: the OS says
+    only "Argument list too long", which names neither the variable nor the limit."""
+    longest = max_string_bytes()
+    sizes = {name: exec_bytes(name) + exec_bytes(value) + 1 for name, value in env.items()}
+    over = [name for name, size in sizes.items() if size + 1 > longest]
+    if over:
+        name = max(over, key=sizes.__getitem__)
+        held = exec_bytes(env[name])
+        return (
+            f"the environment variable {name} holds {held:,} bytes, past the kernel's limit of "
+            f"{longest:,} for one variable, its name included (E2BIG)"
+        )
+    for index, arg in enumerate(argv):
+        if exec_bytes(arg) + 1 > longest:
+            return (
+                f"argument {index} of {argv[0]} holds {exec_bytes(arg):,} bytes, past the "
+                f"kernel's limit of {longest:,} for one argument (E2BIG)"
+            )
+    used, limit = exec_used(env, argv), exec_limit()
+    if used > limit:
+        largest = sorted(sizes, key=sizes.__getitem__, reverse=True)[:3]
+        named = ", ".join(f"{name} ({sizes[name]:,} bytes)" for name in largest)
+        return (
+            f"the arguments and the environment take {used:,} bytes, past the kernel's limit of "
+            f"{limit:,} for all of them (a quarter of the stack size limit, ulimit -s) (E2BIG); "
+            f"the largest variables: {named}"
+        )
+    return f"the arguments and the environment are too big for exec (E2BIG: {os.strerror(errno.E2BIG)})"
 
 
 def signal_group(pgid: int, signum: int) -> None:

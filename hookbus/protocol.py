@@ -6,8 +6,10 @@ start-up is the figure it is judged by. ``docs/protocol.md`` is the user-facing 
 
 from __future__ import annotations
 
-import json
 import math
+
+from hookbus import deepjson
+from hookbus.deepjson import MAX_NESTING
 
 # The error codes, defined where the clients that import no json find them too.
 from hookbus.errorcodes import *  # noqa: F403
@@ -24,7 +26,13 @@ if TYPE_CHECKING:
 
 JSONRPC_VERSION = "2.0"
 
-METHODS = ("emit", "trigger", "ping", "reload")
+#: How deep a request may be nested: an envelope's MAX_NESTING levels, under the request
+#: and its params.
+MAX_REQUEST_NESTING = MAX_NESTING + 2
+#: The level of an envelope's own fields in a request: request, params, envelope.
+_ENVELOPE_FIELDS = 3
+
+METHODS = ("emit", "trigger", "ping", "reload", "status", "explain")
 
 #: What ``Request.id`` is for a notification (a request without "id", which gets no answer).
 NO_ID: Any = object()
@@ -34,14 +42,19 @@ _COMPACT = (",", ":")
 
 
 class Request:
-    """One parsed request (a plain class: a NamedTuple would import typing)."""
+    """One parsed request (a plain class: a NamedTuple would import typing).
 
-    __slots__ = ("id", "method", "params")
+    ``unreadable``: why the request could be read only in part (its envelope is nested
+    deeper than MAX_NESTING levels); ``params`` then hold what could be read: the
+    envelope's top-level fields, enough to match hooks by."""
 
-    def __init__(self, id: Any, method: str, params: dict[str, Any]) -> None:
+    __slots__ = ("id", "method", "params", "unreadable")
+
+    def __init__(self, id: Any, method: str, params: dict[str, Any], unreadable: str | None = None) -> None:
         self.id = id
         self.method = method
         self.params = params
+        self.unreadable = unreadable
 
     @property
     def is_notification(self) -> bool:
@@ -100,10 +113,21 @@ def parse_request(line: bytes) -> Request:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolError(PARSE_ERROR, f"parse error: the line is not UTF-8 (byte {exc.start})") from None
+    unreadable = None
     try:
-        message = json.loads(text, parse_constant=_not_json)
-    except RecursionError:
-        raise ProtocolError(PARSE_ERROR, "parse error: the JSON is nested too deeply") from None
+        message = deepjson.loads(text, allow_nan=False, max_depth=MAX_REQUEST_NESTING)
+    except deepjson.TooDeep:
+        # When it is the envelope that is too deep, read what a matcher needs, its own
+        # fields, and let the bus decide as it does for any envelope it cannot hand to
+        # hooks: never a parse error, which a client could take for "no opinion".
+        try:
+            message = deepjson.shallow(text, _ENVELOPE_FIELDS, allow_nan=False)
+        except ValueError as exc:
+            raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
+        params = message.get("params") if isinstance(message, dict) else None
+        if not isinstance(params, dict) or not isinstance(params.get("envelope"), dict):
+            raise ProtocolError(PARSE_ERROR, f"parse error: the JSON is nested too deeply (more than {MAX_REQUEST_NESTING:,} levels)") from None
+        unreadable = f"the envelope is nested deeper than {MAX_NESTING:,} levels"
     except ValueError as exc:
         raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
     if isinstance(message, list):
@@ -133,9 +157,4 @@ def parse_request(line: bytes) -> Request:
         raise ProtocolError(INVALID_PARAMS, "invalid params: pass params by name, as an object", id)
     if not isinstance(params, dict):
         raise ProtocolError(INVALID_PARAMS, f"invalid params: params must be an object, not {json_type_name(params)}", id)
-    return Request(id, method, params)
-
-
-def _not_json(constant: str) -> Any:
-    """Python's parser reads NaN and Infinity; JSON has no such values."""
-    raise ValueError(f"{constant} is not JSON")
+    return Request(id, method, params, unreadable)

@@ -18,17 +18,20 @@ import sys
 
 import _socket
 
-from hookbus.errorcodes import INTERNAL_ERROR, OTHER_HOME, SHUTTING_DOWN
+from hookbus.errorcodes import NOT_RUN, OTHER_HOME, SHUTTING_DOWN
 from hookbus.eventnames import EVENT_NAMES
 from hookbus.leanjson import LeanJSONError, dumps, loads
 from hookbus.rendezvous import (
     CONNECT_TIMEOUT_SECONDS,
-    IN_PROCESS_ENVIRONMENT,
     MAX_LINE_BYTES,
+    START_WINDOW_SECONDS,
+    NoAnswer,
     NoServer,
+    NotStarted,
+    await_response,
     connect_as,
     home_root,
-    read_line,
+    in_process_reason,
     socket_path,
 )
 
@@ -53,11 +56,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handed
     from hookbus.cli import main as full_main
 
-    return full_main([*arguments, "--no-server"] if handed is _IN_PROCESS else arguments)
+    if handed is _FULL:
+        return full_main(arguments)
+    return full_main([*arguments, "--no-server"], undecided=handed.undecided)
 
 
 class _Handover:
-    """Why the full command line takes over: it goes its own way, or runs in-process."""
+    """Why the full command line takes over: it goes its own way, or runs in-process
+    (``undecided``: without running the hooks, which the server may have run already)."""
+
+    __slots__ = ("undecided",)
+
+    def __init__(self, undecided: str | None = None) -> None:
+        self.undecided = undecided
 
 
 _FULL = _Handover()
@@ -112,7 +123,7 @@ def _parse(arguments: list[str]) -> _Command | None:
 def _served(arguments: list[str]) -> int | _Handover:
     """The exit code of the command answered through a server, or why it is not."""
     command = _parse(arguments)
-    if command is None or any(os.environ.get(name) for name in IN_PROCESS_ENVIRONMENT):
+    if command is None or in_process_reason(os.environ) is not None:
         return _FULL
     home = home_root(command.options.get("--home"))
     path = socket_path(command.options.get("--socket"), home)
@@ -169,8 +180,8 @@ def _emit(sock: _socket.socket, path: str, home: str, command: _Command, envelop
         return decision
     try:
         line = dumps(decision, ensure_ascii=False)
-    except LeanJSONError:
-        return _failed(command.verb, f"the server on {path} sent a decision that is not JSON: {decision!r:.200}")
+    except LeanJSONError:  # nested past the C encoder: the full command line writes it
+        return _Handover(f"the server on {path} sent a decision this path cannot write")
     if not line.isascii() or "\x7f" in line:
         from hookbus.terminal import printable_json  # C1 controls, direction characters
 
@@ -180,13 +191,13 @@ def _emit(sock: _socket.socket, path: str, home: str, command: _Command, envelop
     return 2 if decision.get("behavior") == "deny" else 0
 
 
-def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> int:
+def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> int | _Handover:
     output, notes = host.answer(host_event, event, envelope, decision)
     if output is not None:
         try:
             text = dumps(output)
         except LeanJSONError:
-            return _failed(host.verb, f"the server sent a decision that is not JSON: {decision!r:.200}")
+            return _Handover("the server sent a decision this path cannot write")
         if not _print(text):
             return 0
     for note in notes:
@@ -197,44 +208,54 @@ def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, An
 def _decide(
     sock: _socket.socket, path: str, home: str, verb: str, event: str, envelope: dict[str, Any]
 ) -> dict[str, Any] | int | _Handover:
-    """The server's decision; or an exit code, the failure said; or who takes over."""
-    params = {"event": event, "envelope": envelope, "home": home, "failures": True}
+    """The server's decision; or an exit code, the failure said; or who takes over: the
+    full command line in-process when nothing ran, or, when the server may have run hooks
+    and gave no decision, the full command line deciding without running them (each
+    matching hook failed, under its on_error)."""
+    import time
+
+    params = {"event": event, "envelope": envelope, "home": home, "failures": True, "start_by": time.time() + START_WINDOW_SECONDS}
     message = {"jsonrpc": "2.0", "id": 1, "method": "emit", "params": params}
     try:
         line = (dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     except (LeanJSONError, UnicodeEncodeError):
         return _FULL  # NaN or a lone surrogate: the full client writes them as strict JSON
     if len(line) > MAX_LINE_BYTES:
-        return _FULL
+        _warn(f"hookbus {verb}: the envelope is {len(line):,} bytes, more than a request to the server may hold ({MAX_LINE_BYTES:,}); running in-process")
+        return _IN_PROCESS
     try:
-        sock.settimeout(None)
         sock.sendall(line)
-        response = loads(read_line(sock, bytearray(), path).decode())
-        if response.__class__ is not dict:
-            raise ConnectionError(f"the server sent something that is not a response: {response!r:.200}")
-    except (OSError, ValueError) as exc:
-        return _failed(verb, f"the server on {path} failed before answering (its hooks may have run): {exc}")
+    except OSError as exc:  # no newline reached it: nothing ran
+        _warn(f"hookbus {verb}: not using the server on {path}: {exc}; running in-process")
+        return _IN_PROCESS
+    try:
+        response = await_response(sock, bytearray(), path, 1, loads)
+    except NotStarted as exc:
+        _warn(f"hookbus {verb}: {exc}; running in-process")
+        return _IN_PROCESS
+    except NoAnswer as exc:
+        return _Handover(str(exc))
     error = response.get("error")
     if error is None:
         result = response.get("result")
         if result.__class__ is not dict:
-            return _failed(verb, f"the server on {path} failed before answering (its hooks may have run): it sent no decision")
+            return _Handover(f"the server on {path} sent no decision")
         decision: dict[str, Any] = result
         from hookbus.failures import say_server_notes
 
         say_server_notes(decision, f"hookbus {verb}", _warn)  # as an in-process emit says them
         return decision
     code = error.get("code") if error.__class__ is dict else None
-    if code == SHUTTING_DOWN:
-        return _IN_PROCESS  # refused, so not run
+    if code not in NOT_RUN:
+        why = str(error.get("message", "")) if error.__class__ is dict else f"a malformed error: {error!r:.200}"
+        return _Handover(f"the server on {path} failed after it may have run hooks: {why}")
     if code == OTHER_HOME:
         data = error.get("data")
         served = data.get("home") if data.__class__ is dict else "another home"
         _warn(f"hookbus {verb}: the server on {path} serves {served}, not {home}; running in-process")
-        return _IN_PROCESS
-    if code == INTERNAL_ERROR or error.__class__ is not dict:
-        return _failed(verb, str(error.get("message", "")) if error.__class__ is dict else f"the server sent a malformed error: {error!r:.200}")
-    return _FULL  # nothing ran: the full command line asks again and explains the answer
+    elif code != SHUTTING_DOWN:
+        _warn(f"hookbus {verb}: the server on {path} ran nothing: {error.get('message')}; running in-process")
+    return _IN_PROCESS  # refused before anything ran: the hooks run here
 
 
 def _read_input(source: str | None) -> str | None:
@@ -292,11 +313,6 @@ def _print(line: str) -> bool:
 
 def _warn(text: str) -> None:
     print(_printable(text), file=sys.stderr)
-
-
-def _failed(verb: str, text: str) -> int:
-    _warn(f"hookbus {verb}: {text}")
-    return 1
 
 
 def _printable(text: str) -> str:

@@ -2,13 +2,15 @@
 and every record, load error, read and loss that goes to them.
 
 A recorder that raises is reported once (and once when it recovers) and skipped: it never
-breaks the bus, an emit, or the other recorders.
+breaks the bus, an emit, or the other recorders. Nor can one that is slow to shut down hold
+up ``close()`` (and so a process's exit) past RECORDER_FLUSH_SECONDS.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
@@ -29,6 +31,14 @@ logger = logging.getLogger("hookbus")
 
 #: The built-in recorder's plugin name: the one that records unless settings.json says otherwise.
 DEFAULT_RECORDER = "recorder"
+#: How long ``HookBus.close()`` waits for the plugins' ``hookbus_shutdown`` (the recorders'
+#: flush: state.json, a database, spans to a collector), in seconds, all of them at once. A
+#: plugin not done by then is reported and left to finish in the background; what it had not
+#: written is lost if the process exits first. It bounds how late ``hookbus emit`` exits
+#: after printing its decision, whatever a recorder's storage or collector does. More than
+#: the built-in recorder's one wait for hook directories another process holds locked (2 s),
+#: so that a healthy disk's state.json always makes it. Read at each close.
+RECORDER_FLUSH_SECONDS = 3.0
 
 
 class Recorders:
@@ -152,6 +162,37 @@ class Recorders:
         with self._lock:
             return counted + sum(self._raised.values())
 
+    def shut_down(self, seconds: float | None = None) -> list[str]:
+        """Call every plugin's ``hookbus_shutdown``, each on a thread of its own so that
+        all run at once, and wait ``seconds`` (RECORDER_FLUSH_SECONDS) for them at most.
+        Returns the plugins not done by then, each reported on the ``hookbus`` logger."""
+        bound = RECORDER_FLUSH_SECONDS if seconds is None else seconds
+        deadline = time.monotonic() + bound
+        started: list[tuple[str, threading.Thread]] = []
+        for plugin, call in each_implementation(self._plugins.hook.hookbus_shutdown, bus=self._owner):
+            thread = threading.Thread(target=_shut_down, args=(plugin, call), name=f"hookbus-shutdown-{plugin}", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had (the process is out of them): wait inline
+                _shut_down(plugin, call)
+                continue
+            started.append((plugin, thread))
+        late = []
+        for plugin, thread in started:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                late.append(plugin)
+                logger.warning(
+                    "plugin %r did not finish shutting down within %g s (hookbus.recorders."
+                    "RECORDER_FLUSH_SECONDS), so close() returns without it: it goes on in the "
+                    "background, and what it had not written yet (records it was flushing, "
+                    "spans for a collector) is lost if the process exits first; its storage or "
+                    "collector is slow or not answering",
+                    plugin,
+                    bound,
+                )
+        return late
+
     def report_losses(self) -> None:
         """Say, as the bus closes, how many fires were not recorded (each failure was
         reported as it began; this is the total)."""
@@ -163,6 +204,13 @@ class Recorders:
                 "errors reported earlier say why)",
                 f"{lost:,}", "fire" if one else "fires", self._home.root, "was" if one else "were",
             )
+
+
+def _shut_down(plugin: str, call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except Exception:  # one plugin's failure must not cost the others their shutdown
+        logger.exception("plugin %r failed to shut down", plugin)
 
 
 def _record_call(implementation: Any, owner: object) -> Callable[[RunRecord], object]:

@@ -2,8 +2,8 @@
 
 A recorder's ``hookbus_record`` runs on the emitting thread. Writing there makes every tool
 call wait on a disk or a database, so a recorder hands the record to a queue and a thread
-of its own writes it. That machinery is the same for every recorder: a bounded queue that
-never blocks, one thread writing in batches, ``flush`` for readers and for closing, the
+of its own writes it. That machinery is the same for every recorder: a queue bounded in items and in bytes
+that never blocks, one thread writing in batches, ``flush`` for readers and for closing, the
 buses of a process sharing it, and lost records counted and reported once, not per record.
 ``BackgroundWriter`` is that machinery; a recorder supplies only ``write_batch``, its
 storage code::
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 import traceback
@@ -45,6 +46,13 @@ T = TypeVar("T")
 
 #: Items that may wait to be written before new ones are dropped (``max_queue``).
 MAX_QUEUE = 100_000
+#: What the items waiting, and the batch being written, may hold in bytes before new ones
+#: are dropped (``max_bytes``), as ``weigh`` estimates it (by default ``approximate_bytes``):
+#: a record may carry a megabyte of reason or rewritten input, and a hundred thousand of
+#: those behind a stuck disk would be a hundred gigabytes. One item larger than this is
+#: still taken when nothing else waits.
+MAX_QUEUE_BYTES = 64 << 20
+_MiB = 1 << 20
 #: How long the first item of a batch waits for others (``batch_delay``): one write per
 #: burst of emits, not per emit.
 BATCH_DELAY_SECONDS = 0.02
@@ -64,8 +72,9 @@ class BackgroundWriter(Generic[T]):
     batch succeeds; the thread goes on with the next batch.
 
     ``submit`` never waits for the writing and never raises: an item it cannot take (the
-    queue already holds ``max_queue``: the newest are dropped, or the writer is closed) is
-    counted in ``dropped`` and reported the same way. ``lost`` is both, the number a
+    queue already holds ``max_queue`` items, or its items and the batch being written hold
+    ``max_bytes`` bytes as ``weigh(item)`` estimates them: the newest are dropped; or the
+    writer is closed) is counted in ``dropped`` and reported the same way. ``lost`` is both, the number a
     recorder's module-level ``lost_records(home)`` reports to ``bus.lost_records``.
 
     Several buses may share one writer: each calls ``acquire`` at start-up and
@@ -93,10 +102,14 @@ class BackgroundWriter(Generic[T]):
         max_batch: int | None = MAX_BATCH,
         on_stop: Callable[[], None] | None = None,
         log: logging.Logger = logger,
+        max_bytes: int = MAX_QUEUE_BYTES,
+        weigh: Callable[[T], int] | None = None,
     ) -> None:
         where = f"BackgroundWriter(name={name!r})"
         if max_queue < 1:
             raise ValueError(f"{where}: max_queue must be at least 1, not {max_queue}")
+        if max_bytes < 1:
+            raise ValueError(f"{where}: max_bytes must be at least 1, not {max_bytes}")
         if batch_delay < 0:
             raise ValueError(f"{where}: batch_delay is seconds, 0 or more, not {batch_delay}")
         if max_batch is not None and max_batch < 1:
@@ -104,6 +117,8 @@ class BackgroundWriter(Generic[T]):
         self.name = name
         self._write_batch = write_batch
         self._max_queue = max_queue
+        self._max_bytes = max_bytes
+        self._weigh: Callable[[T], int] = weigh or approximate_bytes
         self._delay = batch_delay
         self._max_batch = max_batch
         self._on_stop = on_stop
@@ -127,6 +142,10 @@ class BackgroundWriter(Generic[T]):
         self._work = threading.Condition(self._lock)
         self._progress = threading.Condition(self._lock)
         self._queue: deque[T] = deque()
+        #: What each item waiting weighs, in the queue's order.
+        self._weights: deque[int] = deque()
+        #: What the items waiting and the batch being written weigh: what ``max_bytes`` bounds.
+        self._held_bytes = 0
         #: When the oldest item waiting arrived: its batch is written ``batch_delay`` after.
         self._first_at = 0.0
         self._submitted = 0
@@ -160,18 +179,32 @@ class BackgroundWriter(Generic[T]):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def held_bytes(self) -> int:
+        """What the items waiting and the batch being written weigh now, by estimate."""
+        return self._held_bytes
+
     # -- the emitting side ----------------------------------------------------------------
 
     def submit(self, item: T) -> bool:
         """Queue ``item`` to be written; False if it was dropped (the queue holds
-        ``max_queue`` items already, or the writer is closed). Never blocks on the writing,
-        never raises."""
+        ``max_queue`` items or ``max_bytes`` bytes already, or the writer is closed). Never
+        blocks on the writing, never raises."""
+        try:
+            weight = max(0, int(self._weigh(item)))  # outside the lock: it may walk the item
+        except Exception:  # a weigh that fails must not lose the record: count it as large
+            weight = self._max_bytes
         with self._lock:
             queue = self._queue
             closed = self._closed
-            accepted = not closed and len(queue) < self._max_queue
+            held = self._held_bytes
+            # One item, however large, is taken when nothing else is held: the bound is on
+            # what piles up behind a slow storage, not on what a single record may be.
+            accepted = not closed and len(queue) < self._max_queue and (not held or held + weight <= self._max_bytes)
             if accepted:
                 queue.append(item)
+                self._weights.append(weight)
+                self._held_bytes = held + weight
                 self._submitted += 1
                 if len(queue) == 1:
                     self._first_at = time.monotonic()
@@ -196,9 +229,11 @@ class BackgroundWriter(Generic[T]):
         else:
             self._report.failed(
                 self._full_key,
-                f"{self.name}: the queue is full ({self._max_queue:,} records wait to be "
-                "written), so new records are dropped until the writer catches up; its "
-                "storage is slow or stuck (a larger max_queue absorbs longer bursts)",
+                f"{self.name}: the queue is full ({len(queue):,} records wait to be written, "
+                f"{held / _MiB:.1f} MiB with the batch being written; at most "
+                f"{self._max_queue:,} and {self._max_bytes / _MiB:.1f} MiB), so new records are "
+                "dropped until the writer catches up; its storage is slow or stuck (a larger "
+                "max_queue or max_bytes absorbs longer bursts)",
                 lost=1,
             )
         return accepted
@@ -307,7 +342,10 @@ class BackgroundWriter(Generic[T]):
             while True:
                 batch = self._next_batch()
                 if batch is not None:
-                    self._write(batch)
+                    self._write(*batch)
+                    # Let go of it now, not when the next batch comes: what ``held_bytes``
+                    # no longer counts must not stay in memory while the thread waits.
+                    batch = None
                 elif self._stopped():
                     return
         finally:
@@ -323,8 +361,9 @@ class BackgroundWriter(Generic[T]):
     def _urgent(self) -> bool:
         return self._stopping or self._flush_target > self._done
 
-    def _next_batch(self) -> list[T] | None:
-        """The next batch, once it has gathered; None when stopping with nothing queued."""
+    def _next_batch(self) -> tuple[list[T], int] | None:
+        """The next batch and its weight, once it has gathered; None when stopping with
+        nothing queued."""
         with self._lock:
             queue = self._queue
             while not queue:
@@ -337,14 +376,18 @@ class BackgroundWriter(Generic[T]):
                 if remaining <= 0:
                     break
                 self._work.wait(remaining)
+            weights = self._weights
             if self._max_batch is None or len(queue) <= self._max_batch:
                 batch = list(queue)
+                weight = sum(weights)
                 queue.clear()
+                weights.clear()
             else:
                 batch = [queue.popleft() for _ in range(self._max_batch)]
-            return batch
+                weight = sum(weights.popleft() for _ in range(self._max_batch))
+            return batch, weight
 
-    def _write(self, batch: list[T]) -> None:
+    def _write(self, batch: list[T], weight: int) -> None:
         written = False
         try:
             self._write_batch(batch)
@@ -366,6 +409,7 @@ class BackgroundWriter(Generic[T]):
                 self._done += len(batch)
                 if not written:
                     self._failed += len(batch)
+                self._held_bytes -= weight
                 self._progress.notify_all()
 
     def _stopped(self) -> bool:
@@ -385,6 +429,39 @@ class BackgroundWriter(Generic[T]):
             self._thread = None
             self._progress.notify_all()
             return True
+
+
+def approximate_bytes(value: object) -> int:
+    """What ``value`` holds in memory, by estimate: ``sys.getsizeof`` of it and of what it
+    holds (dict keys and values, list, tuple and set items, the fields of attrs classes such
+    as RunRecord, the attributes of plain objects), each container once. Iterative, so an
+    item nested 100,000 deep costs no recursion; a container that holds itself is counted
+    once. The default ``weigh`` of a BackgroundWriter."""
+    total = 0
+    seen: set[int] = set()
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bytes or kind is int or kind is float or kind is bool or item is None:
+            total += sys.getsizeof(item)
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        total += sys.getsizeof(item)
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset, deque)):
+            stack.extend(item)
+        else:
+            fields = getattr(kind, "__attrs_attrs__", None)
+            if fields is not None:
+                stack.extend(getattr(item, field.name, None) for field in fields)
+            elif hasattr(item, "__dict__"):
+                stack.append(vars(item))
+    return total
 
 
 def _deadline(timeout: float | None) -> float | None:

@@ -5,16 +5,28 @@ password) registers it here first; what is recorded or logged goes through ``red
 server that echoes the secret back (an error body quoting the ``Authorization`` header, a
 model repeating its instructions) cannot put it on disk.
 
-Rules, chosen so that masking never mangles ordinary text:
+Rules, chosen so that masking leaves ordinary text alone (but for the cost said below):
 
 - A secret shorter than ``MIN_SECRET_LENGTH`` (8) characters once surrounding whitespace is
   stripped is ignored: masking ``"pw"`` would mask every ``pw`` of every record. Code that
   holds such a secret must simply never put it into a message (``redact_url`` does that for
   URLs, whatever the password's length).
-- Each secret is also registered in the forms a JSON echo of it takes (``\\"``, ``\\u00e9``,
-  ``\\/``), since an error snippet is the raw reply, not its parsed text.
-- Every occurrence becomes ``[redacted]``; overlapping secrets are masked as one span, so no
-  piece of either survives.
+- Each secret is also registered in the spellings an echo of it takes: inside a JSON string
+  (``\\"``, ``\\u00e9``, ``\\/``), since an error snippet is the raw reply, not its parsed
+  text; and %-encoded (``quote``, ``quote(safe="")``, ``quote_plus``), as a URL or a form
+  carries it.
+- An echo may be cut short: OpenAI's 401 quotes the key's first characters, stars and its
+  last four (``sk-proj-ab****wxyz``), and an error snippet may be cut through the key at
+  either end. So a spelling's prefixes and suffixes down to ``MIN_SECRET_LENGTH``
+  characters are masked too: no run of 8 or more characters at a secret's start or end
+  survives (a shorter one may: the ``wxyz`` above). A run from the middle, cut at both
+  ends, is not masked: finding one would cost a search for every run of every secret in
+  every text. A spelling that holds whitespace (a passphrase) is masked only whole: its
+  prefixes are ordinary words. The cost: a secret's first or last 8 characters are masked
+  wherever they appear (the ``sk-proj-`` of OpenAI's keys, the ``password`` of
+  ``password123``).
+- Every occurrence becomes ``[redacted]``; overlapping matches are masked as one span, so no
+  piece of any survives.
 - The registry is process-wide and only grows (a rotated key stays a secret);
   ``clear_secrets`` exists for tests.
 - ``redact_value`` walks JSON-like values (dicts, lists, tuples, strings; dict keys too)
@@ -23,8 +35,8 @@ Rules, chosen so that masking never mangles ordinary text:
   nothing in it changed.
 
 Thread-safe: registering replaces an immutable snapshot under a lock; reading takes the
-current snapshot without locking, so ``redact`` costs one attribute read when no secret is
-registered.
+current snapshot without locking, so ``redact`` (and ``redact_decision``, ``redact_outcome``,
+``redact_record``) costs one attribute read when no secret is registered.
 
 ``RedactingFilter`` applies the same to log records. A filter on a *logger* only sees the
 records logged on that very logger (not those propagated from its children); put it on each
@@ -35,11 +47,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
+    from hookbus.decision import Decision, HookFailure, Outcome
     from hookbus.records import RunRecord
 
 __all__ = [
@@ -49,6 +61,8 @@ __all__ = [
     "clear_secrets",
     "has_secrets",
     "redact",
+    "redact_decision",
+    "redact_outcome",
     "redact_record",
     "redact_url",
     "redact_value",
@@ -64,18 +78,30 @@ MIN_SECRET_LENGTH = 8
 
 
 class _Snapshot:
-    """The registered secrets and the pattern that finds them; never mutated."""
+    """The registered secrets and how to find them; never mutated.
 
-    __slots__ = ("secrets", "pattern")
+    ``anchors`` are the texts whose absence proves a text holds nothing to mask (each
+    spelling's first and last MIN_SECRET_LENGTH characters, and the spellings masked only
+    whole); ``heads`` and ``tails`` map those characters to the spellings they start or end."""
 
-    def __init__(self, secrets: frozenset[str]) -> None:
-        self.secrets = secrets
-        self.pattern: re.Pattern[str] | None = None
-        if secrets:
-            # A lookahead, so that every start position is tried and overlapping secrets are
-            # both found; the longest first, so that each position reports its longest match.
-            ordered = sorted(secrets, key=lambda secret: (-len(secret), secret))
-            self.pattern = re.compile("(?=(" + "|".join(map(re.escape, ordered)) + "))")
+    __slots__ = ("registered", "anchors", "heads", "tails", "wholes")
+
+    def __init__(self, registered: frozenset[str]) -> None:
+        self.registered = registered
+        spellings = {spelling for secret in registered for spelling in _spellings(secret)}
+        cuttable = {spelling for spelling in spellings if not any(map(str.isspace, spelling))}
+        #: Masked only whole, the longest first: a passphrase's prefixes are words.
+        self.wholes = tuple(sorted(spellings - cuttable, key=lambda spelling: (-len(spelling), spelling)))
+        self.heads: dict[str, tuple[str, ...]] = _grouped(cuttable, lambda spelling: spelling[:MIN_SECRET_LENGTH])
+        self.tails: dict[str, tuple[str, ...]] = _grouped(cuttable, lambda spelling: spelling[-MIN_SECRET_LENGTH:])
+        self.anchors = tuple(sorted({*self.heads, *self.tails, *self.wholes}))
+
+
+def _grouped(spellings: set[str], key: Callable[[str], str]) -> dict[str, tuple[str, ...]]:
+    groups: dict[str, list[str]] = {}
+    for spelling in sorted(spellings):
+        groups.setdefault(key(spelling), []).append(spelling)
+    return {anchor: tuple(members) for anchor, members in groups.items()}
 
 
 _lock = threading.Lock()
@@ -83,27 +109,30 @@ _snapshot = _Snapshot(frozenset())
 
 
 def register_secret(value: str) -> None:
-    """Mask ``value`` from now on in everything ``redact`` and its kin scrub.
+    """Mask ``value`` from now on in everything ``redact`` and its kin scrub: in each of the
+    spellings an echo of it takes, and cut short at either end down to 8 characters.
 
     Ignored when it is not a string or is shorter than ``MIN_SECRET_LENGTH`` characters
     (whitespace aside)."""
     global _snapshot
-    if not isinstance(value, str) or value in _snapshot.secrets:  # the same key, fire after fire
+    if not isinstance(value, str) or value in _snapshot.registered:  # the same key, fire after fire
         return
     if len(value.strip()) < MIN_SECRET_LENGTH:
         return
-    forms = _forms(value)
     with _lock:
-        if not forms <= _snapshot.secrets:
-            _snapshot = _Snapshot(_snapshot.secrets | forms)
+        if value not in _snapshot.registered:
+            _snapshot = _Snapshot(_snapshot.registered | {value})
 
 
-def _forms(value: str) -> frozenset[str]:
-    """``value`` and how it reads inside a JSON string (as an echoing server may send it)."""
-    escaped = json.dumps(value)[1:-1]
-    forms = {value, escaped, json.dumps(value, ensure_ascii=False)[1:-1]}
-    forms.update(form.replace("/", "\\/") for form in list(forms))
-    return frozenset(forms)
+def _spellings(value: str) -> set[str]:
+    """``value`` as an echoing server may send it: as is, inside a JSON string (with or
+    without ``\\u`` escapes, with or without ``\\/``), and %-encoded in a URL or a form."""
+    from urllib.parse import quote, quote_plus
+
+    spellings = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    spellings.update(spelling.replace("/", "\\/") for spelling in list(spellings))
+    spellings.update((quote(value, safe=""), quote(value), quote_plus(value)))
+    return spellings
 
 
 def clear_secrets() -> None:
@@ -115,29 +144,84 @@ def clear_secrets() -> None:
 
 def has_secrets() -> bool:
     """Whether any secret is registered (when none is, every scrub returns its input)."""
-    return _snapshot.pattern is not None
+    return bool(_snapshot.anchors)
 
 
 def redact(text: str) -> str:
     """``text`` with every registered secret replaced by ``[redacted]``; ``text`` itself
     (the same object) when it holds none."""
     snapshot = _snapshot
-    if snapshot.pattern is None or not text:
+    if not snapshot.anchors or not text:
         return text
     return _redact(text, snapshot)
 
 
 def _redact(text: str, snapshot: _Snapshot) -> str:
-    # str.__contains__ is far faster than the pattern: find out first whether there is work.
-    if not any(secret in text for secret in snapshot.secrets):
+    # str.__contains__ is fast, and a few anchors per secret are enough to know that a
+    # text holds nothing to mask, which is nearly always.
+    if not any(anchor in text for anchor in snapshot.anchors):
         return text
-    assert snapshot.pattern is not None
+    spans = [*_cut_spans(text, snapshot), *_whole_spans(text, snapshot)]
+    if not spans:
+        return text
+    return _masked(text, spans)
+
+
+def _cut_spans(text: str, snapshot: _Snapshot) -> Iterator[tuple[int, int]]:
+    """Where a spelling, or a prefix or suffix of one of 8 characters or more, lies."""
+    for head, spellings in snapshot.heads.items():
+        start = text.find(head)
+        while start >= 0:
+            yield start, start + max(_common_prefix(text, start, spelling) for spelling in spellings)
+            start = text.find(head, start + 1)
+    for tail, spellings in snapshot.tails.items():
+        start = text.find(tail)
+        while start >= 0:
+            end = start + MIN_SECRET_LENGTH
+            yield end - max(_common_suffix(text, end, spelling) for spelling in spellings), end
+            start = text.find(tail, start + 1)
+
+
+def _whole_spans(text: str, snapshot: _Snapshot) -> Iterator[tuple[int, int]]:
+    for whole in snapshot.wholes:
+        start = text.find(whole)
+        while start >= 0:
+            yield start, start + len(whole)
+            start = text.find(whole, start + 1)
+
+
+def _common_prefix(text: str, start: int, spelling: str) -> int:
+    """How many characters of ``spelling`` ``text`` holds from ``start`` (at least the 8
+    of its head, which were found there)."""
+    low, high = MIN_SECRET_LENGTH, len(spelling)
+    while low < high:  # a binary search: startswith runs in C, a loop over characters would not
+        middle = (low + high + 1) // 2
+        if text.startswith(spelling[:middle], start):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(text: str, end: int, spelling: str) -> int:
+    """How many of the last characters of ``spelling`` ``text`` holds just before ``end``."""
+    low, high = MIN_SECRET_LENGTH, len(spelling)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text.endswith(spelling[-middle:], 0, end):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by the marker; overlapping spans are one (so no
+    piece of any survives), adjacent ones each get their own."""
     pieces: list[str] = []
     kept_until = 0
     span_start, span_end = -1, -1
-    for match in snapshot.pattern.finditer(text):
-        start = match.start()
-        end = start + len(match.group(1))
+    for start, end in sorted(spans):
         if start < span_end:  # overlaps the span being built: grow it
             span_end = max(span_end, end)
             continue
@@ -145,10 +229,7 @@ def _redact(text: str, snapshot: _Snapshot) -> str:
             pieces += (text[kept_until:span_start], MARKER)
             kept_until = span_end
         span_start, span_end = start, end
-    if span_end >= 0:
-        pieces += (text[kept_until:span_start], MARKER)
-        kept_until = span_end
-    pieces.append(text[kept_until:])
+    pieces += (text[kept_until:span_start], MARKER, text[span_end:])
     return "".join(pieces)
 
 
@@ -216,7 +297,7 @@ def redact_value(value: Any) -> Any:
     tuples at any depth. Containers that change are copied (a dict subclass becomes a
     dict); the value itself comes back when nothing in it holds a secret."""
     snapshot = _snapshot
-    if snapshot.pattern is None:
+    if not snapshot.anchors:
         return value
     if isinstance(value, str):
         return _redact(value, snapshot)
@@ -253,7 +334,7 @@ def redact_record(record: RunRecord) -> RunRecord:
     scrubbed. The same object when no secret is registered (the cost on every fire is one
     attribute read) or when nothing in it held one."""
     snapshot = _snapshot
-    if snapshot.pattern is None:
+    if not snapshot.anchors:
         return record
     error = _redact_optional(record.error, snapshot)
     note = _redact_optional(record.note, snapshot)
@@ -275,6 +356,80 @@ def _redact_optional(text: str | None, snapshot: _Snapshot) -> str | None:
     return text if text is None else _redact(text, snapshot)
 
 
+#: What a Decision says in words, to the model or to the user: masked. Not its ``input``
+#: (see ``redact_decision``), nor hook ids.
+_DECISION_WORDS = ("reason", "context", "continue_with", "halt")
+#: What an Outcome says that is a verdict, not words: left alone.
+_OUTCOME_VERDICT = frozenset({"behavior", "failure", "permission"})
+
+
+def redact_decision(decision: Decision) -> Decision:
+    """``decision`` as it may leave hookbus: its reason, context, continue_with and halt,
+    and each failed hook's error, scrubbed (a fail-closed deny's reason is made of the
+    hook's stderr).
+
+    Not its ``input``: a rewritten tool input is an instruction to run, and a masked one
+    would run something other than what its hook wrote (a ``[redacted]`` written into a
+    file, a command that now fails). Records and ``redact_outcome`` mask it, as reports.
+
+    The same object when no secret is registered (one attribute read) or when nothing in
+    it held one."""
+    snapshot = _snapshot
+    if not snapshot.anchors:
+        return decision
+    changes: dict[str, Any] = _scrubbed_words(decision, _DECISION_WORDS, snapshot)
+    failed = tuple(_scrubbed_failure(failure, snapshot) for failure in decision.failed)
+    if any(new is not old for new, old in zip(failed, decision.failed)):
+        changes["failed"] = failed
+    if not changes:
+        return decision
+    import attrs
+
+    return attrs.evolve(decision, **changes)
+
+
+def redact_outcome(outcome: Outcome) -> Outcome:
+    """``outcome`` as a report of what a hook said (``hookbus explain``, records): every
+    text in it scrubbed, its input too, and any field a later version adds. Its verdict
+    (behavior, failure kind, permission) is left alone. The same object when no secret is
+    registered or when nothing in it held one."""
+    snapshot = _snapshot
+    if not snapshot.anchors:
+        return outcome
+    import attrs
+
+    changes: dict[str, Any] = {}
+    for field in attrs.fields(type(outcome)):
+        if field.name in _OUTCOME_VERDICT:
+            continue
+        value = getattr(outcome, field.name)
+        scrubbed = _redact(value, snapshot) if isinstance(value, str) else redact_value(value)
+        if scrubbed is not value:
+            changes[field.name] = scrubbed
+    return attrs.evolve(outcome, **changes) if changes else outcome
+
+
+def _scrubbed_words(value: Decision, names: tuple[str, ...], snapshot: _Snapshot) -> dict[str, str]:
+    """The fields of ``value`` among ``names`` that held a secret, scrubbed, by name."""
+    changes: dict[str, str] = {}
+    for name in names:
+        text = getattr(value, name)
+        if text is not None:
+            scrubbed = _redact(text, snapshot)
+            if scrubbed is not text:
+                changes[name] = scrubbed
+    return changes
+
+
+def _scrubbed_failure(failure: HookFailure, snapshot: _Snapshot) -> HookFailure:
+    error = _redact(failure.error, snapshot)
+    if error is failure.error:
+        return failure
+    import attrs
+
+    return attrs.evolve(failure, error=error)
+
+
 # -- logging ---------------------------------------------------------------------------------
 
 
@@ -287,7 +442,7 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         snapshot = _snapshot
-        if snapshot.pattern is None:
+        if not snapshot.anchors:
             return True
         try:
             message = record.getMessage()

@@ -9,13 +9,14 @@ server, where every millisecond of start-up counts.
 from __future__ import annotations
 
 import os
+import time
 import _socket
 import _struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
-    from typing import TypeVar
+    from typing import Any, Callable, Mapping, TypeVar
 
     AnySocket = TypeVar("AnySocket", bound=_socket.socket)
 
@@ -25,13 +26,25 @@ SOCKET_ENV = "HOOKBUS_SOCKET"
 RUN_DIR = "run"
 SOCKET_NAME = "hookbus.sock"
 LOCK_NAME = "serve.lock"
-#: Environment variables that change what a bus does. A server has its own environment, so
-#: a client whose environment sets one runs its hooks in-process, where it takes effect.
-IN_PROCESS_ENVIRONMENT = ("VIX_DISABLE_HOOKS", "HOOKBUS_DISABLE_PLUGINS", "HOOKBUS_LOAD_PLUGINS")
+#: What VIX_DISABLE_HOOKS turns every hook off with.
+TRUTHY = frozenset(("1", "true", "yes", "on"))
 #: The longest line either side of the protocol accepts, its newline excluded.
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: How long connecting waits for room while the server's queue of unaccepted connections is full.
 CONNECT_TIMEOUT_SECONDS = 5.0
+#: How long a client gives a server to start a request. It sends ``"start_by"``, this
+#: far ahead; a server that reads the request later runs none of it (TOO_LATE), so a client
+#: that waited this long can run the hooks itself without running them twice.
+START_WINDOW_SECONDS = 2.0
+#: How long past ``start_by`` a client still waits for the server's word that it started:
+#: the server checks the time just before it says so.
+START_GRACE_SECONDS = 0.5
+#: How long past the time the server said its hooks may take a client still waits for the
+#: answer; then it decides as the hooks' own on_error says for a failure.
+ANSWER_MARGIN_SECONDS = 2.0
+#: The notification a server sends before it starts the hooks of a request that has a
+#: ``start_by``: ``{"method": "started", "params": {"id": ..., "wait": SECONDS}}``.
+STARTED = "started"
 #: sun_path holds 108 bytes with its NUL. A longer path is reached through /proc/self/fd.
 _SUN_PATH_MAX = 107
 _CREDENTIALS = _struct.Struct("3i")
@@ -46,6 +59,16 @@ class UntrustedPeer(ConnectionError):
     """The other end of the socket is neither this user nor root."""
 
 
+class NotStarted(ConnectionError):
+    """The server did not start the request in time (stopped, wedged, or gone before it
+    said it started): none of its hooks ran, and none will."""
+
+
+class NoAnswer(ConnectionError):
+    """The server started the request's hooks and then gave no answer in time (it stopped,
+    died, or sent what is no answer): they may have run."""
+
+
 class ServerBusy(ConnectionError):
     """A server listens, but its queue of connections waiting to be accepted stayed full
     for the whole connect timeout (it is stopped, or far behind)."""
@@ -54,11 +77,43 @@ class ServerBusy(ConnectionError):
 def home_root(explicit: str | os.PathLike[str] | None = None) -> str:
     """The home's absolute path: ``explicit``, else ``$VIX_HOME``, else ``~/.vix``. An empty
     one is no choice, as an empty variable is none: ``--home ''`` means what
-    ``VIX_HOME=''`` does (not the working directory)."""
+    ``VIX_HOME=''`` does (not the working directory). ``..`` is resolved as the kernel
+    resolves it (see ``kernel_path``), so that the bus, the socket's path and a server's
+    check of the home all name the same directory."""
     given = os.fspath(explicit) if explicit is not None else ""
     chosen = given or os.environ.get("VIX_HOME") or "~/.vix"
-    expanded = os.path.expanduser(chosen)
-    return expanded if os.path.isabs(expanded) else os.path.join(os.getcwd(), expanded)
+    return kernel_path(os.path.expanduser(chosen))
+
+
+def kernel_path(path: str) -> str:
+    """``path`` made absolute with no ``..`` left in it, read as the kernel reads it: a
+    ``..`` after a symbolic link leaves the link's target, not the link (so ``A/lnk/../h``
+    is the ``h`` beside what ``lnk`` points to, not ``A/h``, which is what a lexical
+    normalization such as os.path.abspath would say). What follows the last ``..`` is kept
+    as written: its links are the trust checks' to follow, one hop at a time."""
+    absolute = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    parts = absolute.split(os.sep)
+    if ".." not in parts:
+        return os.path.normpath(absolute)  # without "..", only "." and extra slashes go
+    last = len(parts) - 1 - parts[::-1].index("..")
+    head = os.path.realpath(os.sep.join(parts[: last + 1]) or os.sep)
+    tail = [part for part in parts[last + 1 :] if part not in ("", ".")]
+    return os.path.join(head, *tail)
+
+
+def in_process_reason(environ: Mapping[str, str]) -> str | None:
+    """Why a client must run hooks in its own process, not through a server: ``environ``
+    sets a variable that changes what a bus does, and a server has its own environment.
+    Read exactly as the bus reads it (hookbus.settings, hookbus.plugins), so that a value
+    that changes nothing there (``VIX_DISABLE_HOOKS=0``) sends nobody away from a server,
+    and one that does (``HOOKBUS_LOAD_PLUGINS=''``: only the built-in plugins) always does."""
+    if environ.get("VIX_DISABLE_HOOKS", "").strip().lower() in TRUTHY:
+        return "VIX_DISABLE_HOOKS is set"
+    if any(name.strip() for name in environ.get("HOOKBUS_DISABLE_PLUGINS", "").split(",")):
+        return "HOOKBUS_DISABLE_PLUGINS is set"
+    if "HOOKBUS_LOAD_PLUGINS" in environ:
+        return "HOOKBUS_LOAD_PLUGINS is set"
+    return None
 
 
 def run_dir(home: str) -> str:
@@ -184,4 +239,68 @@ def read_line(sock: _socket.socket, buffer: bytearray, path: str) -> bytes:
         chunk = sock.recv(1 << 16)
         if not chunk:
             raise ConnectionError(f"the server on {path} closed the connection before answering")
+        buffer += chunk
+
+
+def await_response(
+    sock: _socket.socket, buffer: bytearray, path: str, wanted: object, parse: Callable[[str], Any]
+) -> Any:
+    """The response to request ``wanted``, sent with a ``start_by`` of
+    START_WINDOW_SECONDS from now: wait for the server's ``started`` or its answer until
+    then (plus a grace), and after ``started`` for as long as it said its hooks may take
+    (plus a margin). NotStarted when nothing ran; NoAnswer when the hooks may have run.
+    Responses to other requests are skipped; a null-id error (the server refusing the
+    connection) is returned as the response."""
+    give_up = time.monotonic() + START_WINDOW_SECONDS + START_GRACE_SECONDS
+    started = False
+    while True:
+        try:
+            line = _read_line_until(sock, buffer, path, give_up)
+            message = parse(line.decode())
+        except TimeoutError:
+            if started:
+                raise NoAnswer(f"the server on {path} started the hooks and gave no answer in time (is it stopped?), so they may have run") from None
+            raise NotStarted(f"the server on {path} did not start the request within {START_WINDOW_SECONDS:g} s (is it stopped or overloaded?), so nothing ran") from None
+        except (OSError, ValueError) as exc:
+            if started:
+                raise NoAnswer(f"{exc} after it started the hooks, so they may have run") from None
+            raise NotStarted(f"{exc} before it started the request, so nothing ran") from None
+        if message.__class__ is not dict:
+            continue
+        if message.get("method") == STARTED:
+            params = message.get("params")
+            if params.__class__ is dict and params.get("id") == wanted:
+                wait = params.get("wait")
+                seconds = float(wait) if wait.__class__ in (int, float) and wait >= 0 else 0.0
+                started = True
+                give_up = time.monotonic() + min(seconds, MAX_WAIT_SECONDS) + ANSWER_MARGIN_SECONDS
+            continue
+        if message.get("id") == wanted or (message.get("id") is None and "error" in message):
+            return message
+
+
+#: The longest a client waits for hooks that the server says take longer (a hook may have
+#: a timeout of centuries): a month.
+MAX_WAIT_SECONDS = 30 * 24 * 3600.0
+
+
+def _read_line_until(sock: _socket.socket, buffer: bytearray, path: str, give_up: float) -> bytes:
+    """``read_line``, waiting until ``give_up`` (time.monotonic()) at most: TimeoutError then.
+    Whatever arrived by then counts: a last look is taken without waiting."""
+    while True:
+        end = buffer.find(b"\n")
+        if end >= 0:
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            return line
+        if len(buffer) > MAX_LINE_BYTES:
+            raise ConnectionError(f"the server on {path} sent a line longer than {MAX_LINE_BYTES} bytes")
+        remaining = give_up - time.monotonic()
+        try:
+            sock.settimeout(max(remaining, 0.0) if remaining > 0 else 0.0)
+            chunk = sock.recv(1 << 16)
+        except (TimeoutError, BlockingIOError):
+            raise TimeoutError from None
+        if not chunk:
+            raise ConnectionError(f"the server on {path} closed the connection")
         buffer += chunk

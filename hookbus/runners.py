@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import attrs
 
 from hookbus.cancel import CancelToken as CancelToken  # re-exported: runners take it from here
-from hookbus.errors import PluginError, SpecError
+from hookbus.errors import PluginError, SpecError, shorten
 from hookbus.errors import check_runnable as check_runnable  # re-exported: runners call it from parse
 
 if TYPE_CHECKING:
@@ -48,6 +49,27 @@ def _environment_safe(value: str) -> str:
     if _NOT_IN_ENVIRONMENT.search(value) is None:
         return value
     return _NOT_IN_ENVIRONMENT.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", value)
+
+
+def unusable_directory(path: str) -> str | None:
+    """Why a process of this one's user could not run in ``path`` (``"cannot be entered
+    (Permission denied)"``), or None when it can. Root enters any directory, and so passes."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "does not exist"
+    except PermissionError:
+        return "cannot be entered (Permission denied)"
+    except OSError as exc:
+        return f"cannot be used ({exc.strerror or exc})"
+    except ValueError:  # a NUL character or a lone surrogate: no path at all
+        return "cannot be used (it is no valid path)"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    # As the user the process runs as (a setuid embedder's real user is someone else).
+    if not os.access(path, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        return "cannot be entered (Permission denied)"
+    return None
 
 
 @attrs.frozen
@@ -105,6 +127,15 @@ class HookCall:
     #: Variables for the hook's process beyond the bus's own: its spec's ``env``, and
     #: CLAUDE_PROJECT_DIR and friends for a ``claude-code`` dialect hook.
     hook_env: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    #: What the run did that its spec did not say, and why (``note``): the run's record
+    #: carries them as its note.
+    notes: list[str] = attrs.field(factory=list, repr=False, eq=False)
+
+    def note(self, text: str) -> None:
+        """Say, in the run's record, what the run did that its spec did not ask for (where
+        it ran, say). Said once, however often a runner says it (a workflow's every step)."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -150,15 +181,24 @@ class HookCall:
         return env
 
     def working_directory(self) -> Path:
-        """The spec's cwd: ``""`` is the envelope's cwd if it exists, else the hook's directory;
-        ``$VARS`` (from the hook's own environment, so ``$HOOKBUS_HOOK_DIR`` too) and ``~``
-        are expanded; a relative path is taken from the hook's directory.
+        """The spec's cwd: ``""`` is the envelope's cwd if it exists and this process's user
+        may enter it, else the hook's directory (and the run's note says why); ``$VARS``
+        (from the hook's own environment, so ``$HOOKBUS_HOOK_DIR`` too) and ``~`` are
+        expanded; a relative path is taken from the hook's directory.
+
+        A cwd of the spec's own is used as it is: one that cannot be entered fails the run,
+        saying so, since running the hook anywhere else is not what its author asked for.
         """
         configured = self.hook.spec.cwd
         if not configured:
             envelope_cwd = self.envelope.get("cwd")
-            if isinstance(envelope_cwd, str) and envelope_cwd and os.path.isdir(envelope_cwd):
-                return Path(envelope_cwd)
+            if isinstance(envelope_cwd, str) and envelope_cwd:
+                # Not the spawn's failure: the hook did not ask for this directory, and the
+                # agent's (chmod 000, another user's home) must not keep its guard from running.
+                problem = unusable_directory(envelope_cwd)
+                if problem is None:
+                    return Path(envelope_cwd)
+                self.note(f"ran in the hook's directory: the envelope's cwd {shorten(envelope_cwd, 300)} {problem}")
             return self.hook.directory
         if "$" in configured:
             # Not os.path.expandvars: it reads the daemon's environment, which has none of

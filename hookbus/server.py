@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -25,6 +26,7 @@ from hookbus.errors import (
     HooksDisabledError,
     UnknownEventError,
 )
+from hookbus.dispatch import RUNNER_GRACE_SECONDS
 from hookbus.protocol import (
     HOOK_NOT_FOUND,
     HOOKBUS_ERROR,
@@ -36,8 +38,11 @@ from hookbus.protocol import (
     METHODS,
     OTHER_HOME,
     PERMISSION_DENIED,
+    JSONRPC_VERSION,
     REQUEST_TOO_LARGE,
+    SERVER_BUSY,
     SHUTTING_DOWN,
+    TOO_LATE,
     ProtocolError,
     Request,
     encode,
@@ -45,9 +50,9 @@ from hookbus.protocol import (
     parse_request,
     result_response,
 )
-from hookbus.rendezvous import peer_uid, trusted_uid
+from hookbus.rendezvous import START_GRACE_SECONDS, STARTED, kernel_path, peer_uid, trusted_uid
 from hookbus.reporting import ReportOnce
-from hookbus.workers import ElasticThreads
+from hookbus.workers import ElasticThreads, finished
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
@@ -66,19 +71,59 @@ ACCEPTS_PER_WAKEUP = 64
 #: How long accepting pauses when the process is out of file descriptors.
 ACCEPT_BACKOFF_SECONDS = 0.1
 
+#: Requests running hooks at once, over every connection: past it, new ones are shed
+#: (SERVER_BUSY: nothing ran, and the client runs the hooks itself).
+MAX_REQUESTS_RUNNING = 256
+#: What the requests being parsed and running may hold in memory, as estimated from their
+#: lines (``request_cost``); a request that would take the total past it is shed.
+MEMORY_BUDGET_BYTES = 256 * 1024 * 1024
+#: What all connections together may hold of lines not yet complete; the connection whose
+#: data takes the total past it is answered SERVER_BUSY and closed.
+BUFFER_BUDGET_BYTES = 64 * 1024 * 1024
+#: What a parsed container costs in memory, at least (an empty dict is 64 bytes, a list
+#: 56, plus its slot in its parent): ``[{},{},...]`` parses to 26 times its text.
+CONTAINER_BYTES = 104
+#: Lines longer than this are parsed on a thread, so that the loop answers others meanwhile
+#: (the slowest, a deeply nested line, parses at about 2 MB/s).
+PARSE_INLINE_BYTES = 64 * 1024
+#: Descriptors kept for the hooks' pipes and the server's own files: connections may take
+#: half of what is left.
+DESCRIPTOR_RESERVE = 64
+
+
+def request_cost(line: bytes) -> int:
+    """What ``line`` may take in memory once parsed, estimated from above in linear time:
+    its text, and each ``{`` or ``[`` in it (inside strings too) as a container."""
+    return len(line) + CONTAINER_BYTES * (line.count(b"{") + line.count(b"["))
+
+
+def connection_limit() -> int:
+    """How many connections the server holds at once: half the descriptors it may open,
+    the reserve aside, so that hooks can always start (EMFILE is for the excess clients,
+    answered SERVER_BUSY, not for a good client's hook)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(8, (soft - DESCRIPTOR_RESERVE) // 2)
+
+
 #: What a method returns: a JSON-ready result, or a Future and how to make its result JSON.
 _Answer = Any
-_Handler = Callable[[dict[str, Any]], _Answer]
+_Handler = Callable[[dict[str, Any], "_Connection", Request], _Answer]
 
 
 class _Pending:
     """A request whose hooks are running."""
 
-    __slots__ = ("future", "convert")
+    __slots__ = ("future", "convert", "cost")
 
     def __init__(self, future: Future[Any], convert: Callable[[Any], Any]) -> None:
         self.future = future
         self.convert = convert
+        #: What its line was estimated to hold in memory, while it runs.
+        self.cost = 0
 
 
 def _params(params: dict[str, Any], required: dict[str, type], optional: dict[str, type]) -> None:
@@ -92,8 +137,9 @@ def _params(params: dict[str, Any], required: dict[str, type], optional: dict[st
         if name not in params:
             raise ProtocolError(INVALID_PARAMS, f"invalid params: {name!r} is missing")
     for name, kind in [*required.items(), *optional.items()]:
-        if name in params and not isinstance(params[name], kind):
-            wanted = {str: "a string", bool: "true or false"}.get(kind, "an object")
+        value = params.get(name)
+        if name in params and (not isinstance(value, kind) or (kind is float and isinstance(value, bool))):
+            wanted = {str: "a string", bool: "true or false", float: "a number"}.get(kind, "an object")
             raise ProtocolError(INVALID_PARAMS, f"invalid params: {name!r} must be {wanted}")
 
 
@@ -126,6 +172,11 @@ class HookServer:
         self._in_flight = 0
         self._stopping = False
         self._threads = ElasticThreads("hookbus-serve")
+        #: Estimated bytes of the requests being parsed on threads and of those running.
+        self._bytes_in_flight = 0
+        #: Bytes of incomplete lines, over every connection.
+        self.buffered = 0
+        self._max_connections = connection_limit()
         self._refused_uids: set[int] = set()
         self._report = ReportOnce()
         # Bound to no loop until used (Python 3.10+): stop() works before serve() runs.
@@ -136,6 +187,8 @@ class HookServer:
             "trigger": self._trigger,
             "ping": self._ping,
             "reload": self._reload,
+            "status": self._status,
+            "explain": self._explain,
         }
 
     @property
@@ -218,6 +271,9 @@ class HookServer:
         if not trusted_uid(uid):
             self._refuse(sock, uid)
             return
+        if len(self._connections) + len(self._connecting) >= self._max_connections:
+            self._shed(sock, f"the server holds {self._max_connections} connections, its most")
+            return
         sock.setblocking(False)
         task = self._loop.create_task(self._loop.connect_accepted_socket(lambda: _Connection(self), sock))
         self._connecting.add(task)
@@ -241,17 +297,66 @@ class HookServer:
             pass
         sock.close()
 
+    def _shed(self, sock: socket.socket, why: str) -> None:
+        """Answer a connection SERVER_BUSY and close it, before reading a byte."""
+        self._report.failed("load", f"shedding load: {why}; clients run their hooks in-process meanwhile")
+        try:
+            sock.setblocking(False)
+            sock.send(encode(error_response(None, SERVER_BUSY, f"server busy: {why}; nothing was run")))
+        except OSError:
+            pass
+        sock.close()
+
     # -- requests -------------------------------------------------------------------------
 
     def handle(self, connection: _Connection, line: bytes) -> None:
-        try:
-            request = parse_request(line)
-        except ProtocolError as exc:
-            if exc.answered:
-                connection.send(exc.response())
+        cost = request_cost(line)
+        if self._bytes_in_flight + cost > MEMORY_BUDGET_BYTES:
+            # Not parsed: parsing it is what would take the memory. Its id is unknown.
+            why = (
+                f"the request would take about {cost >> 20} MiB once parsed, and requests in flight "
+                f"hold {self._bytes_in_flight >> 20} MiB of the {MEMORY_BUDGET_BYTES >> 20} MiB the server allows"
+            )
+            self._report.failed("load", f"shedding load: {why}")
+            connection.send(error_response(None, SERVER_BUSY, f"server busy: {why}; nothing was run"))
             return
+        if len(line) <= PARSE_INLINE_BYTES:
+            self._handle_parsed(connection, _parse(line), cost)
+            return
+        self._bytes_in_flight += cost
+        connection.started()
+        loop = self._loop
+
+        def parse_and_hand_back() -> None:
+            parsed = _parse(line)
+            loop.call_soon_threadsafe(self._parsed_on_thread, connection, parsed, cost)
+
         try:
-            answer = self._run(request)
+            self._threads.submit(parse_and_hand_back)
+        except RuntimeError as exc:  # no thread to parse it on
+            self._bytes_in_flight -= cost
+            connection.finished()
+            connection.send(error_response(None, SERVER_BUSY, f"server busy: cannot start a thread ({exc}); nothing was run"))
+
+    def _parsed_on_thread(self, connection: _Connection, parsed: Request | ProtocolError, cost: int) -> None:
+        self._bytes_in_flight -= cost
+        try:
+            self._handle_parsed(connection, parsed, cost)
+        finally:
+            connection.finished()
+
+    def _handle_parsed(self, connection: _Connection, parsed: Request | ProtocolError, cost: int) -> None:
+        if isinstance(parsed, ProtocolError):
+            if parsed.answered:
+                connection.send(parsed.response())
+            return
+        request = parsed
+        try:
+            if self._in_flight >= MAX_REQUESTS_RUNNING:
+                raise ProtocolError(
+                    SERVER_BUSY, f"server busy: {self._in_flight} requests are running hooks, the most it runs at once; nothing was run"
+                )
+            answer = self._run(request, connection)
         except Exception as exc:
             if not request.is_notification:
                 code, message = error_for(exc)
@@ -265,6 +370,8 @@ class HookServer:
         if answer.future.done():
             self._answer(connection, request, answer)
             return
+        answer.cost = cost
+        self._bytes_in_flight += cost
         self._in_flight += 1
         connection.started()
         loop = self._loop
@@ -272,7 +379,7 @@ class HookServer:
             lambda _: loop.call_soon_threadsafe(self._finished, connection, request, answer)
         )
 
-    def _run(self, request: Request) -> _Answer:
+    def _run(self, request: Request, connection: _Connection) -> _Answer:
         if self._stopping:
             raise ProtocolError(SHUTTING_DOWN, "the server is shutting down; it takes no new requests")
         handler = self._handlers.get(request.method)
@@ -285,15 +392,19 @@ class HookServer:
         if "home" in params:
             params = dict(params)
             self._check_home(params.pop("home"))
-        return handler(params)
+        return handler(params, connection, request)
 
     def _check_home(self, home: object) -> None:
         """OTHER_HOME unless ``home`` is the directory this server serves (any path to it)."""
         if not isinstance(home, str):
             raise ProtocolError(INVALID_PARAMS, "invalid params: 'home' must be a string")
         root = str(self.bus.home.root)
-        # The spelling the clients of this home send (the same rules find it) costs no stat.
-        served = os.path.normpath(home) == os.path.normpath(root)
+        # The spelling the clients of this home send (the same rules find it) costs no stat;
+        # ".." is read as the kernel reads it, never lexically (A/lnk/.. is not A).
+        try:
+            served = os.path.normpath(kernel_path(home)) == os.path.normpath(root)
+        except (OSError, ValueError):
+            served = False
         if not served:
             try:
                 served = os.path.samefile(home, root)
@@ -307,6 +418,7 @@ class HookServer:
 
     def _finished(self, connection: _Connection, request: Request, answer: _Pending) -> None:
         self._in_flight -= 1
+        self._bytes_in_flight -= answer.cost
         self._answer(connection, request, answer)
         connection.finished()  # after the answer: it may close a connection the client ended
         if not self._in_flight and self._stopping:
@@ -327,10 +439,29 @@ class HookServer:
 
     # -- methods ----------------------------------------------------------------------
 
-    def _emit(self, params: dict[str, Any]) -> _Answer:
-        _params(params, {"event": str}, {"envelope": dict, "failures": bool})
-        future = self.bus.submit(params["event"], params.get("envelope"))
-        return _Pending(future, self._decision_with_failures_json if params.get("failures") else _decision_json)
+    def _emit(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
+        _params(params, {"event": str}, {"envelope": dict, "failures": bool, "start_by": float, "undecided": str})
+        convert = self._decision_with_failures_json if params.get("failures") else _decision_json
+        start_by = params.get("start_by")
+        _check_in_time(start_by, 0.0)
+        undecided = request.unreadable or params.get("undecided")
+        if undecided is not None:
+            # Nothing runs: the matching hooks count as failed, under their on_error.
+            return _Pending(finished(self.bus.undecided(params["event"], params.get("envelope"), undecided)), convert)
+        on_start = None
+        if start_by is not None and not request.is_notification:
+
+            def on_start(wait: float) -> None:
+                # Checked again just before the word goes out: a server stopped between the
+                # two checks must not start what the client has given up on.
+                _check_in_time(start_by, START_GRACE_SECONDS / 2)
+                connection.send_started(request.id, wait)
+
+        try:
+            future = self.bus.submit(params["event"], params.get("envelope"), on_start=on_start)
+        except RuntimeError as exc:  # no thread to run the hooks on: nothing ran
+            raise ProtocolError(SERVER_BUSY, f"server busy: cannot start a thread to run the hooks ({exc}); nothing was run") from None
+        return _Pending(future, convert)
 
     def _decision_with_failures_json(self, decision: Any) -> Any:
         """The decision, with what an in-process ``hookbus emit`` would say on stderr:
@@ -346,17 +477,79 @@ class HookServer:
             answer["problems"] = problems
         return answer
 
-    def _trigger(self, params: dict[str, Any]) -> _Answer:
-        _params(params, {"hook_id": str}, {"envelope": dict})
+    def _trigger(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
+        _params(params, {"hook_id": str}, {"envelope": dict, "start_by": float})
         hook_id, envelope = params["hook_id"], params.get("envelope")
-        job = self._threads.submit(lambda: self.bus.trigger(hook_id, envelope))
+        start_by = params.get("start_by")
+        _check_in_time(start_by, 0.0)
+        if start_by is not None and not request.is_notification:
+            hook = self.bus.snapshot.hooks.get(hook_id)
+            if hook is not None:  # else trigger answers HOOK_NOT_FOUND at once
+                _check_in_time(start_by, START_GRACE_SECONDS / 2)
+                connection.send_started(request.id, hook.timeout + RUNNER_GRACE_SECONDS)
+        try:
+            job = self._threads.submit(lambda: self.bus.trigger(hook_id, envelope))
+        except RuntimeError as exc:
+            raise ProtocolError(SERVER_BUSY, f"server busy: cannot start a thread to run the hook ({exc}); nothing was run") from None
         return _Pending(job.future, _record_json)
 
-    def _ping(self, params: dict[str, Any]) -> _Answer:
-        _params(params, {}, {})
-        return {"version": __version__, "generation": self.bus.generation, "home": str(self.bus.home.root)}
+    def _ping(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
+        _params(params, {}, {"start_by": float})
+        return {"version": __version__, "generation": self.bus.generation, "home": str(self.bus.home.root), "pid": os.getpid()}
 
-    def _reload(self, params: dict[str, Any]) -> _Answer:
+    def _status(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
+        """What ``hookbus list`` shows, as this server enforces it: its hooks (a broken
+        file's last good version among them), their last fires, the problems."""
+        _params(params, {}, {"start_by": float})
+        _check_in_time(params.get("start_by"), 0.0)
+        snapshot = self.bus.snapshot
+
+        def status() -> dict[str, Any]:
+            from hookbus.views import hook_rows
+
+            last_runs = {hook_id: _last_run(self.bus, hook_id) for hook_id in snapshot.hooks}
+            return {
+                "home": str(self.bus.home.root),
+                "pid": os.getpid(),
+                "generation": snapshot.generation,
+                "hooks": hook_rows(snapshot, last_runs, {}),
+                "problems": [str(problem) for problem in snapshot.problems],
+                "warnings": list(snapshot.warnings),
+                "disabled": snapshot.settings.disabled_reason,
+            }
+
+        return self._on_a_thread(status, connection, request, params.get("start_by"), 0.0)
+
+    def _explain(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
+        """``hookbus explain`` as this server would decide: its hooks run (and are
+        recorded) unless ``dry_run``."""
+        _params(params, {"event": str}, {"envelope": dict, "dry_run": bool, "undecided": str, "start_by": float})
+        event, envelope, dry_run = params["event"], params.get("envelope"), params.get("dry_run", False)
+        _check_in_time(params.get("start_by"), 0.0)
+        undecided = request.unreadable or params.get("undecided")
+        snapshot = self.bus.snapshot
+        wait = max((hook.timeout for hook in snapshot.hooks.values() if hook.event == event and hook.is_sync), default=0.0)
+        home = str(self.bus.home.root)
+        return self._on_a_thread(
+            lambda: {**self.bus.explain(event, envelope, dry_run=dry_run, undecided=undecided).as_json(), "home": home},
+            connection, request, params.get("start_by"), 0.0 if dry_run else wait + RUNNER_GRACE_SECONDS,
+        )
+
+    def _on_a_thread(
+        self, work: Callable[[], Any], connection: _Connection, request: Request, start_by: float | None, wait: float
+    ) -> _Pending:
+        """Run ``work`` on a thread (it reads files, or runs hooks): the loop answers others
+        meanwhile. A client that sent ``start_by`` hears that it started, and for how long."""
+        if start_by is not None and not request.is_notification:
+            _check_in_time(start_by, START_GRACE_SECONDS / 2)
+            connection.send_started(request.id, wait)
+        try:
+            job = self._threads.submit(work)
+        except RuntimeError as exc:
+            raise ProtocolError(SERVER_BUSY, f"server busy: cannot start a thread ({exc}); nothing was run") from None
+        return _Pending(job.future, _as_is)
+
+    def _reload(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
         _params(params, {}, {})
         job = self._threads.submit(self.bus.reload)
         return _Pending(job.future, _reload_json)
@@ -380,6 +573,29 @@ class HookServer:
 
     def remember(self, connection: _Connection) -> None:
         self._connections.add(connection)
+
+
+def _parse(line: bytes) -> Request | ProtocolError:
+    try:
+        return parse_request(line)
+    except ProtocolError as exc:
+        return exc
+
+
+def _check_in_time(start_by: float | None, grace: float) -> None:
+    """TOO_LATE when the client's ``start_by`` (plus ``grace``) has passed: it stopped
+    waiting, and may be running the hooks itself."""
+    if start_by is not None and time.time() > start_by + grace:
+        raise ProtocolError(TOO_LATE, "too late: the client stopped waiting for this request before the server read it; nothing was run")
+
+
+def _as_is(result: Any) -> Any:
+    return result
+
+
+def _last_run(bus: HookBus, hook_id: str) -> Any:
+    runs = bus.read_runs(hook_id, limit=1)
+    return runs[-1] if runs else None
 
 
 def _decision_json(decision: Any) -> Any:
@@ -425,12 +641,23 @@ class _Connection(asyncio.Protocol):
         # Requests still running finish and are recorded by the bus; their answers are
         # dropped by send(), as no one is there to read them.
         self._transport = None
-        self._buffer.clear()
+        self._clear()
         self._server.forget(self)
 
+    def _clear(self) -> None:
+        self._server.buffered -= len(self._buffer)
+        self._buffer.clear()
+        self._scanned = 0
+
     def data_received(self, data: bytes) -> None:
+        server = self._server
         self._buffer += data
+        server.buffered += len(data)
         self._process()
+        if server.buffered > BUFFER_BUDGET_BYTES and self._buffer:
+            why = f"clients hold {server.buffered >> 20} MiB of unfinished requests, more than the {BUFFER_BUDGET_BYTES >> 20} MiB it keeps"
+            self.send(error_response(None, SERVER_BUSY, f"server busy: {why}; nothing was run; closing the connection"))
+            self.close()
 
     def eof_received(self) -> bool:
         # The client is done sending; it still gets the answers to what it sent. An unended
@@ -461,8 +688,10 @@ class _Connection(asyncio.Protocol):
             if line.strip():
                 self._server.handle(self, line)
         if start:
+            removed = min(start, len(buffer))  # close() may have emptied it meanwhile
             del buffer[:start]
-            self._scanned -= start
+            self._server.buffered -= removed
+            self._scanned = max(self._scanned - start, 0)
         if self._reading_paused or self._transport is None:
             return
         self._scanned = len(buffer)
@@ -482,6 +711,10 @@ class _Connection(asyncio.Protocol):
         transport = self._transport
         if transport is not None and not transport.is_closing():
             transport.write(encode(message))
+
+    def send_started(self, id: Any, wait: float) -> None:
+        """Tell the client its request's hooks start now, and may take ``wait`` seconds."""
+        self.send({"jsonrpc": JSONRPC_VERSION, "method": STARTED, "params": {"id": id, "wait": round(wait, 3)}})
 
     def started(self) -> None:
         self._in_flight += 1
@@ -514,7 +747,7 @@ class _Connection(asyncio.Protocol):
             self._process()  # lines that arrived before the pause
 
     def close(self) -> None:
-        self._buffer.clear()
+        self._clear()
         if self._transport is not None:
             self._transport.close()
 

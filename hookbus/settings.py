@@ -17,8 +17,8 @@ from hookbus.errors import Problem, SpecError
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
 from hookbus.permissions import STRICT_MODES_SETTING, check_permissions
+from hookbus.rendezvous import TRUTHY
 
-_TRUTHY = {"1", "true", "yes", "on"}
 
 
 @attrs.frozen
@@ -54,7 +54,7 @@ def env_disables_hooks() -> bool:
     """``VIX_DISABLE_HOOKS`` as the environment holds it now; the bus reads it once, when
     it starts."""
     value = os.environ.get("VIX_DISABLE_HOOKS", "")
-    return value.strip().lower() in _TRUTHY
+    return value.strip().lower() in TRUTHY
 
 #: What an ignored settings.json is replaced with, as a message says it.
 IN_EFFECT_INSTEAD = "the last settings.json that could be trusted stays in effect (the defaults, if none was read)"

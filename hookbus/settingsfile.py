@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +64,44 @@ def make_directory(path: Path, mode: int) -> None:
             pass
 
 
-def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``text`` in one rename: a reader sees the old file or the new."""
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+#: Opens a file that must be new: never an existing one, never through a link.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def create_exclusively(path: str | os.PathLike[str], data: bytes, mode: int) -> None:
+    """Create ``path`` holding ``data``, at ``mode`` from the start (masked by the umask;
+    then exactly ``mode``, never wider). FileExistsError when anything is there (a link
+    included, which is not followed); a file it could not fill is removed."""
+    fd = os.open(path, _NEW_FILE, mode & 0o777)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode & 0o777)
+            handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+
+
+def replace_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` in one rename: a reader sees the old file or the new.
+    The new file is made exclusively beside it, at ``mode`` from the start; the rename
+    replaces whatever is at ``path`` (a link itself, not what it points to)."""
+    for _ in range(100):
+        # A random name that is not there yet: nothing planted is opened, or followed.
+        temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            create_exclusively(temp, data, mode)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise FileExistsError(f"no free temporary name beside {path}")
+    try:
         os.replace(temp, path)
     except BaseException:
         try:
@@ -81,3 +109,8 @@ def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) in one rename; see ``replace_atomically``."""
+    replace_atomically(path, text.encode("utf-8"), mode)

@@ -20,27 +20,42 @@ from hookbus.events import CONTINUE_EVENTS
 
 #: Threads remembered at most; the oldest are forgotten first.
 MAX_REMEMBERED = 10_000
+#: Each is remembered by a digest of this many bytes, never by the ids as sent: a host (or a
+#: client of ``hookbus serve``) may send thread ids of a megabyte, and the memory must not
+#: keep them. With the dict's own slot, an entry costs about ENTRY_BYTES.
+DIGEST_BYTES = 16
+ENTRY_BYTES = 160
+#: The most the memory holds: MAX_REMEMBERED entries (some 1.6 MB), whatever the ids sent.
+MAX_BYTES = MAX_REMEMBERED * ENTRY_BYTES
 
-_Key = tuple[str, str, str]
 
-
-def _key(event: str, envelope: Mapping[str, Any]) -> _Key | None:
-    """Which stop this is: the event, the thread and the subagent; None when the envelope
-    names them with values that cannot be told apart as text."""
+def _key(event: str, envelope: Mapping[str, Any]) -> bytes | None:
+    """Which stop this is: a digest of the exact event, thread and subagent; None when the
+    envelope names them with values that cannot be told apart as text."""
     parts = [event]
     for field in ("thread_id", "agent_id"):
         value = envelope.get(field)
         if value is not None and not isinstance(value, (str, int)):
             return None
         parts.append("" if value is None else str(value))
-    return parts[0], parts[1], parts[2]
+    import hashlib  # Stop events only: the CLI's other verbs never pay for it
+
+    digest = hashlib.blake2b(digest_size=DIGEST_BYTES, person=b"hookbus-stops")
+    for part in parts:
+        # Each part with its length first, so that no two triples give the same bytes (a
+        # separator could be inside an id); surrogatepass: a lone surrogate is text too.
+        encoded = part.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "big"))
+        digest.update(encoded)
+    return digest.digest()
 
 
 class StopMemory:
-    """The stops the bus answered with ``continue_with``, by thread; thread-safe."""
+    """The stops the bus answered with ``continue_with``, by thread; thread-safe. It holds
+    at most MAX_REMEMBERED digests (MAX_BYTES), however long the ids it was sent."""
 
     def __init__(self) -> None:
-        self._continued: dict[_Key, None] = {}
+        self._continued: dict[bytes, None] = {}
         self._lock = threading.Lock()
 
     def active(self, event: str, envelope: Mapping[str, Any]) -> bool:

@@ -36,7 +36,10 @@ def path_refusal(path: Path) -> tuple[Path, str] | None:
     or root and not writable by group or others (a sticky ancestor excepted), and every
     link is owned by you or root. A path that does not exist holds nothing to obey: None."""
     try:
-        for directory, info, is_target in walk(Path(os.path.abspath(path))):
+        # Not os.path.abspath: it reads "lnk/.." as nothing at all, where the kernel
+        # leaves the link's target; walk() follows links and ".." as the kernel does.
+        absolute = path if path.is_absolute() else Path(os.getcwd(), path)
+        for directory, info, is_target in walk(absolute):
             refusal = owner_refusal(info)
             if refusal is None and not stat.S_ISLNK(info.st_mode):
                 refusal = loose_refusal(info)

@@ -8,14 +8,13 @@ questions ("did my hook work?" and "what did it decide?").
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hookbus.tables import Style, cut, table
 from hookbus.terminal import printable
 
 if TYPE_CHECKING:
     from hookbus.errors import Problem
-    from hookbus.explain import Explanation, HookVerdict
     from hookbus.records import RunRecord
     from hookbus.registry import Snapshot
 
@@ -31,34 +30,57 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word if count == 1 else words or word + 's'}"
 
 
-def hook_lines(
+def hook_rows(
     snapshot: Snapshot,
     last_runs: Mapping[str, RunRecord | None],
     kept_elsewhere: Mapping[str, bool],
-    style: Style,
-) -> list[str]:
-    """``hookbus list``: one row per hook of the home, broken ones included."""
+) -> list[dict[str, Any]]:
+    """``hookbus list``'s data, one object per hook of the home, broken ones included, as
+    JSON (what ``hookbus serve`` answers its ``status`` method with): ``id``, ``event``,
+    ``matcher``, ``mode``, ``action``, ``state``, ``last_fire`` (``{"status", "at",
+    "error"}`` or null) and ``error``. ``kept_elsewhere``: broken hooks whose last good
+    version a running bus keeps, as their state.json says."""
     kept_here = {p.hook_id: p for p in snapshot.problems if p.kept_last_good and p.hook_id}
-    rows: list[tuple[str, ...]] = []
+    rows: list[dict[str, Any]] = []
     for hook in snapshot.hooks.values():
         spec = hook.spec
         state = "enabled" if spec.enabled else "disabled"
-        error = ""
+        error = None
         if hook.id in kept_here:
             state += " (last good version)"
             error = kept_here[hook.id].message
         last = last_runs.get(hook.id)
-        rows.append((
-            hook.id, spec.trigger.event, spec.trigger.matcher or "*", spec.mode + (" blocking" if spec.blocking else ""),
-            spec.action_key, state, f"{last.status} {last.at}" if last else "never", error or (last.error or "" if last else ""),
-        ))
+        rows.append({
+            "id": hook.id, "event": spec.trigger.event, "matcher": spec.trigger.matcher or "*",
+            "mode": spec.mode + (" blocking" if spec.blocking else ""), "action": spec.action_key, "state": state,
+            "last_fire": None if last is None else {"status": last.status, "at": last.at, "error": last.error},
+            "error": error,
+        })
     for problem in _broken(snapshot):
         hook_id = problem.hook_id or problem.path
         state = "broken (last good version)" if kept_elsewhere.get(hook_id) else "broken (not loaded)"
-        rows.append((hook_id, "?", "?", "?", "?", state, "-", problem.message))
-    rows.sort(key=lambda row: row[0])
+        rows.append({
+            "id": hook_id, "event": None, "matcher": None, "mode": None, "action": None, "state": state,
+            "last_fire": None, "error": problem.message,
+        })
+    rows.sort(key=lambda row: str(row["id"]))
+    return rows
+
+
+def hook_lines(rows: list[dict[str, Any]], style: Style) -> list[str]:
+    """``hookbus list``: ``hook_rows`` (of this process, or of a server) as a table."""
+    cells: list[tuple[str, ...]] = []
+    for row in rows:
+        last = row.get("last_fire")
+        broken = row.get("event") is None
+        cells.append((
+            str(row["id"]), str(row.get("event") or "?"), str(row.get("matcher") or "?"), str(row.get("mode") or "?"),
+            str(row.get("action") or "?"), str(row.get("state")),
+            "-" if broken else (f"{last['status']} {last['at']}" if last else "never"),
+            str(row.get("error") or (last.get("error") or "" if last else "")),
+        ))
     headers = ("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR")
-    return table(rows, headers, style, widths=(None, None, 30, None, None, None, None, ERROR_WIDTH))
+    return table(cells, headers, style, widths=(None, None, 30, None, None, None, None, ERROR_WIDTH))
 
 
 def _broken(snapshot: Snapshot) -> list[Problem]:
@@ -105,46 +127,55 @@ def record_line(record: RunRecord, style: Style) -> str:
     return "  ".join(cells).rstrip()
 
 
-def explain_lines(explanation: Explanation, home: str, style: Style) -> list[str]:
-    """``hookbus explain``: the envelope, each hook's verdict, the merge, the decision."""
-    tested = f", {explanation.field} = {explanation.value!r}" if explanation.field else ""
-    lines = [printable(f"{explanation.event}{tested}   ({plural(len(explanation.hooks), 'hook')} in {home})"), ""]
-    if explanation.guard:
-        lines += [printable(explanation.guard), ""]
-    rows = [_verdict_row(verdict, explanation.dry_run) for verdict in explanation.hooks]
+def explain_lines(explanation: Mapping[str, Any], home: str, style: Style) -> list[str]:
+    """``hookbus explain``: the envelope, each hook's verdict, the merge, the decision, from
+    ``Explanation.as_json()`` (of this process, or of a server)."""
+    hooks = explanation.get("hooks") or []
+    field = explanation.get("field")
+    tested = f", {field} = {explanation.get('value')!r}" if field else ""
+    lines = [printable(f"{explanation.get('event')}{tested}   ({plural(len(hooks), 'hook')} in {home})"), ""]
+    if explanation.get("guard"):
+        lines += [printable(str(explanation["guard"])), ""]
+    dry_run = bool(explanation.get("dry_run"))
+    rows = [_verdict_row(verdict, dry_run) for verdict in hooks]
     if rows:
         lines += table(rows, ("HOOK", "VERDICT", "WHY", "SAID", "ERROR"), style, widths=(None, None, 70, SAID_WIDTH, ERROR_WIDTH), status_column=1)
     else:
         lines.append(f"no hooks in {home}/hooks")
     lines.append("")
-    if explanation.dry_run:
+    if dry_run:
         lines.append("dry run: nothing ran; the hooks marked matched, async or not blocking would run")
         return lines
-    for line in explanation.merge:
+    for line in explanation.get("merge") or []:
         lines.append(printable(f"merge: {line}"))
-    if explanation.decision is not None:
+    if explanation.get("decision") is not None:
         from hookbus.jsontext import strict_json
 
-        lines.append(printable("decision: " + strict_json(explanation.decision.as_dict()).decode()))
+        lines.append(printable("decision: " + strict_json(explanation["decision"]).decode()))
     return lines
 
 
-def _verdict_row(verdict: HookVerdict, dry_run: bool) -> tuple[str, ...]:
-    why = verdict.detail.split(": ", 1)[1] if ": " in verdict.detail and not verdict.runs else verdict.detail
-    if verdict.status == "load error":
+def _verdict_row(verdict: Mapping[str, Any], dry_run: bool) -> tuple[str, ...]:
+    detail = str(verdict.get("detail") or "")
+    runs = bool(verdict.get("matched"))
+    status = str(verdict.get("status"))
+    load_error = str(verdict.get("load_error") or "")
+    why = detail.split(": ", 1)[1] if ": " in detail and not runs else detail
+    if status == "load error":
         why = "its file does not load (see ERROR; `hookbus validate` says more)"
-    run = verdict.run
-    if run is None:
-        said_text = "(would run)" if dry_run and verdict.runs else ("(submitted)" if verdict.status == "async" and not dry_run else "")
-        return verdict.hook_id, verdict.status, why, said_text, verdict.load_error or ""
-    outcome = run.outcome
-    text: str = outcome.behavior
-    detail = outcome.reason or outcome.context or ""
-    if outcome.input is not None:
-        detail = json.dumps(outcome.input, ensure_ascii=False)
-    if detail:
-        text += f": {cut(detail, SAID_WIDTH)}"
-    text += f" ({run.duration * 1000:.0f} ms)"
-    if run.note:
-        text += f" [{run.note}]"
-    return verdict.hook_id, verdict.status, why, text, outcome.error or ""
+    result = verdict.get("result")
+    if not isinstance(result, Mapping):
+        said_text = "(would run)" if dry_run and runs else ("(submitted)" if status == "async" and not dry_run else "")
+        return str(verdict.get("id")), status, why, said_text, load_error
+    decision = result.get("decision") or {}
+    text = str(decision.get("behavior"))
+    said_now = decision.get("reason") or decision.get("context") or ""
+    if decision.get("input") is not None:
+        said_now = json.dumps(decision["input"], ensure_ascii=False)
+    if said_now:
+        text += f": {cut(str(said_now), SAID_WIDTH)}"
+    duration = result.get("duration_ms")
+    text += f" ({duration:.0f} ms)" if isinstance(duration, (int, float)) else ""
+    if result.get("note"):
+        text += f" [{result['note']}]"
+    return str(verdict.get("id")), status, why, text, str(result.get("error") or "")

@@ -5,6 +5,12 @@ submit; an async fire needs none of that. Jobs go on a SimpleQueue; up to ``size
 threads (started on demand) run them. The pool counts what it was given and what it
 finished, so ``drain`` can wait for all of it, and ``cancel_all`` ends the running jobs
 (through their CancelToken) and turns the queued ones into "cancelled" without running them.
+
+What the pool holds is bounded in entries and in bytes (``MAX_ASYNC_JOBS``,
+``MAX_ASYNC_BYTES``): an emit that matches only async hooks returns at once, so without a
+bound a host that emits faster than its async hooks finish would queue envelopes until
+memory runs out. A fire past either bound is not queued: it is handed to ``cancelled`` with
+the reason, on the emitting thread (the bus records it as not run), and never waits for room.
 """
 
 from __future__ import annotations
@@ -16,8 +22,11 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from hookbus.cancel import CancelToken
+from hookbus.reporting import ReportOnce
 
 logger = logging.getLogger("hookbus")
+#: How the full pool is reported (once until there is room again).
+_FULL = "hookbus: the async queue"
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 
@@ -25,34 +34,203 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 _STOP = object()
 
+#: Async fires the pool holds at most, waiting for a worker or running. Read when a bus makes
+#: its pool (at its first async fire): set it before that to change it.
+MAX_ASYNC_JOBS = 10_000
+#: What those fires may hold at most, in bytes, by ``job_bytes``'s estimate (their envelopes
+#: as JSON and as the mapping hooks get; the fires of one emit share one). A fire whose
+#: envelope alone is larger still runs when the pool holds nothing else. Read as above.
+MAX_ASYNC_BYTES = 64 << 20
+#: What a held fire costs beyond its envelope: its job tuple, its queue slot, the pool's
+#: bookkeeping of it.
+JOB_OVERHEAD_BYTES = 512
+
+# What one byte or token of an envelope's JSON can cost once it is a Python mapping, at most
+# (measured with tracemalloc on json.loads of the worst shapes: empty objects, nested arrays,
+# unique keys, one astral character that makes a whole string 4 bytes a character).
+_PER_BYTE = 5  # the JSON itself (1), and its text as str: up to 4 bytes a character
+_PER_OBJECT = 200  # "{": a dict, 64 bytes empty and 184 with up to five keys, and its slot
+_PER_ARRAY = 96  # "[": a list, 56 bytes and its first four slots, and its slot
+_PER_ITEM = 96  # ",": one more element: its slot and its object, or a dict entry and its key
+#: An envelope this small is charged the most any JSON of its size can cost (nested arrays,
+#: 44 bytes a byte), without counting anything: counting costs more than the rest of an async
+#: fire's submit, and for such envelopes the bound in fires (MAX_ASYNC_JOBS) is what counts.
+_SMALL_ENVELOPE = 256
+_WORST_PER_BYTE = 48
+_MiB = 1 << 20
+
+
+def envelope_bytes(payload: bytes) -> int:
+    """What an async fire's envelope holds, by estimate: ``payload`` (its JSON) and the
+    mapping it encodes, which for ``[{},{},...]`` is some 25 times the JSON. Never less
+    than the real figure for any JSON (it counts braces and commas inside strings too, so it
+    may be several times more for text full of them; a small envelope is charged the worst
+    case of its size, up to 12 KiB)."""
+    size = len(payload)
+    if size <= _SMALL_ENVELOPE:
+        return _WORST_PER_BYTE * size
+    return (
+        _PER_BYTE * size
+        + _PER_OBJECT * payload.count(b"{")
+        + _PER_ARRAY * payload.count(b"[")
+        + _PER_ITEM * payload.count(b",")
+    )
+
+
+def _payload_of(job: object) -> bytes | None:
+    """The envelope's JSON an async job carries (the dispatcher's jobs are tuples holding it
+    beside the mapping it encodes, fourth), or None for a job that carries none."""
+    if type(job) is tuple:
+        if len(job) > 3 and type(job[3]) is bytes:
+            return job[3]  # the dispatcher's AsyncJob: no search on its hot path
+        for part in job:
+            if isinstance(part, bytes):
+                return part
+    return None
+
+
+def _mib(size: int) -> str:
+    return f"{size / _MiB:.1f} MiB"
+
 
 class AsyncWorkers(Generic[Job]):
-    """``run(job, token)`` for each submitted job, on at most ``size`` threads."""
+    """``run(job, token)`` for each submitted job, on at most ``size`` threads.
+
+    At most ``max_jobs`` jobs and ``max_bytes`` bytes of envelopes (``envelope_bytes``) are
+    held, queued or running (defaults: ``MAX_ASYNC_JOBS``, ``MAX_ASYNC_BYTES``); a job past
+    either is handed to ``cancelled`` with the reason instead, on the submitting thread.
+    """
 
     def __init__(
         self,
         size: int,
         run: Callable[[Job, CancelToken], object],
         cancelled: Callable[[Job, str], None],
+        *,
+        max_jobs: int | None = None,
+        max_bytes: int | None = None,
     ) -> None:
         self.size = max(1, size)
+        self.max_jobs = MAX_ASYNC_JOBS if max_jobs is None else max_jobs
+        self.max_bytes = MAX_ASYNC_BYTES if max_bytes is None else max_bytes
+        if self.max_jobs < 1 or self.max_bytes < 1:
+            raise ValueError(
+                f"AsyncWorkers: max_jobs and max_bytes must be at least 1, not {self.max_jobs} and "
+                f"{self.max_bytes} (check hookbus.workers.MAX_ASYNC_JOBS and MAX_ASYNC_BYTES)"
+            )
         self._run = run
         self._cancelled = cancelled
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._submitted = 0
         self._finished = 0
         self._count_lock = threading.Lock()  # a plain Lock: the cheapest on the emitting thread
+        #: What the held jobs hold: jobs, bytes, and per envelope (by the id of its JSON,
+        #: alive while a job holds it) how many jobs share it and what it weighs.
+        self.held_jobs = 0
+        self.held_bytes = 0
+        self._envelopes: dict[int, list[int]] = {}
+        #: Jobs turned away for want of room (each handed to ``cancelled``).
+        self.refused = 0
+        self._report = ReportOnce(logger)
+        self._full = False
         self._threads: list[threading.Thread] = []
         self._running: set[CancelToken] = set()
         self._cancel_reason: str | None = None
         self._lock = threading.Condition()
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job) -> bool:
+        """Queue ``job``; False when the pool holds ``max_jobs`` jobs or ``max_bytes``
+        bytes already: the job then goes to ``cancelled`` with the reason, on this thread,
+        and never runs. Never blocks waiting for room, never raises."""
+        # This is on the emitting thread, for every async fire: no more than a multiplication
+        # (a small envelope; a large one is counted once per emit) and the lock beyond what
+        # the queue costs.
+        payload = _payload_of(job)
+        envelopes = self._envelopes
+        key = 0  # a large envelope's id, by which the fires of one emit share it; 0: none
+        weight = -1  # what it weighs; -1: another fire holds it, as a hint said
+        cost = JOB_OVERHEAD_BYTES
+        if payload is not None:
+            if len(payload) <= _SMALL_ENVELOPE:
+                # Charged per fire, not shared: at most 12 KiB, and no bookkeeping to pay for.
+                cost += _WORST_PER_BYTE * len(payload)
+            else:
+                key = id(payload)
+                if key not in envelopes:  # a hint read without the lock
+                    weight = envelope_bytes(payload)  # O(len): out of the lock
+        shared: list[int] | None = None
         with self._count_lock:
-            self._submitted += 1
+            if key and payload is not None:
+                shared = envelopes.get(key)
+                if shared is not None:
+                    weight = 0  # another fire of the same emit holds it already
+                elif weight < 0:
+                    weight = envelope_bytes(payload)  # the hint was stale: it left meanwhile
+                cost += weight
+            jobs, held = self.held_jobs, self.held_bytes
+            # A lone fire runs whatever its size: the bound is what may wait behind others.
+            admitted = not jobs or (jobs < self.max_jobs and held + cost <= self.max_bytes)
+            if admitted:
+                self.held_jobs = jobs + 1
+                self.held_bytes = held + cost
+                if key:
+                    if shared is None:
+                        envelopes[key] = [1, weight]
+                    else:
+                        shared[0] += 1
+                self._submitted += 1
+            else:
+                self.refused += 1
+        if not admitted:
+            self._refuse(job, jobs, held)
+            return False
         self._queue.put(job)
         if len(self._threads) < self.size:
             self._start_thread()
+        if self._full:  # said full: there is room again
+            self._full = False
+            self._report.succeeded(_FULL)
+        return True
+
+    def _refuse(self, job: Job, jobs: int, held: int) -> None:
+        """Record ``job`` as not run, and say once (until there is room again) that the pool
+        is full: the bus is overloaded, not broken."""
+        fires = f"{jobs:,} fire{'' if jobs == 1 else 's'}"
+        reason = (
+            f"not run: the async queue is full ({fires}, {_mib(held)} waiting or running); "
+            "the bus is overloaded"
+        )
+        self._full = True
+        self._report.failed(
+            _FULL,
+            f"hookbus: the async queue is full ({fires}, {_mib(held)} waiting or running, of "
+            f"at most {self.max_jobs:,} fires and {_mib(self.max_bytes)}): async hooks are fired "
+            "faster than they finish, so new fires are recorded as not run (status error) until "
+            "it drains; make the async hooks faster, give the bus more async_workers, or raise "
+            "hookbus.workers.MAX_ASYNC_JOBS and MAX_ASYNC_BYTES",
+        )
+        try:
+            self._cancelled(job, reason)
+        except Exception:  # recording it must not break the emit that fired it
+            logger.exception("hookbus: an async fire turned away could not be recorded")
+
+    def _release(self, job: object) -> None:
+        """A held job ended: what it held is free (its envelope, once no job shares it). The
+        job is still alive, so the id that keys its envelope is still its envelope's."""
+        payload = _payload_of(job)
+        size = -1 if payload is None else len(payload)
+        key = id(payload)
+        with self._count_lock:
+            self.held_jobs -= 1
+            self.held_bytes -= JOB_OVERHEAD_BYTES
+            if 0 <= size <= _SMALL_ENVELOPE:
+                self.held_bytes -= _WORST_PER_BYTE * size
+            elif size > _SMALL_ENVELOPE:
+                shared = self._envelopes[key]
+                shared[0] -= 1
+                if not shared[0]:
+                    del self._envelopes[key]
+                    self.held_bytes -= shared[1]
 
     def _start_thread(self) -> None:
         with self._lock:
@@ -86,6 +264,11 @@ class AsyncWorkers(Generic[Job]):
                 except BaseException:
                     logger.exception("hookbus: an async job could not be recorded")
             finally:
+                # Released while the job still holds its envelope, so the id that keys it
+                # cannot be another envelope's yet; then the job is let go of at once, not
+                # kept until this thread's next job.
+                self._release(job)
+                job = None
                 with self._lock:
                     self._running.discard(token)
                     self._finished += 1

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -243,7 +244,8 @@ def test_a_dialect_hook_sees_claude_codes_envelope_and_variables(make_bus: MakeB
 def test_a_dialect_hook_gets_an_env_file_on_thread_start(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
     directory = write_hook("cc", event="ThreadStart", mode="sync", dialect="claude-code", command=SHOW_ENVELOPE).parent
     make_bus().emit("ThreadStart", {"thread_id": "t-1", "source": "startup"})
-    assert (directory / "env.txt").read_text().splitlines()[2] == str(home / "run" / "claude-env" / "t-1.sh")
+    digest = hashlib.sha256(b"t-1").hexdigest()[:24]  # one file per exact thread id
+    assert (directory / "env.txt").read_text().splitlines()[2] == str(home / "run" / "claude-env" / f"t-1-{digest}.sh")
     assert (home / "run" / "claude-env").stat().st_mode & 0o077 == 0
 
 
@@ -560,3 +562,30 @@ def test_the_bridge_imports_only_built_in_modules_on_its_way_to_a_server(write_h
     assert {name for name in imported if not name.startswith("hookbus.")} <= BUILT_INS | {"hookbus"}, sorted(imported)
     assert not {"hookbus.cli", "hookbus.client", "hookbus.bus"} & imported
     assert "permissionDecision" in result.stdout
+
+
+# -- SubagentStop's final message ------------------------------------------------------------------
+
+SUBAGENT_DONE = {"thread_id": "t-1", "agent_type": "reviewer", "agent_id": "a-1", "result": "LGTM: 2 nits", "is_error": False}
+
+
+def test_a_dialect_hook_gets_subagent_stops_result_as_last_assistant_message(make_bus: MakeBus, write_hook: HookWriter) -> None:
+    directory = write_hook("cc", event="SubagentStop", mode="sync", dialect="claude-code", command='cat > "$HOOKBUS_HOOK_DIR/seen.json"').parent
+    make_bus().emit("SubagentStop", SUBAGENT_DONE)
+    seen = json.loads((directory / "seen.json").read_text())
+    assert seen["hook_event_name"] == "SubagentStop"
+    assert seen["last_assistant_message"] == "LGTM: 2 nits"
+    assert (seen["result"], seen["is_error"]) == ("LGTM: 2 nits", False)  # vixd's own fields stay beside it
+
+
+def test_the_bridge_gives_claude_codes_last_assistant_message_to_hooks_as_result(write_hook: HookWriter, home: Path) -> None:
+    directory = write_hook("seen", event="SubagentStop", mode="sync", command='cat > "$HOOKBUS_HOOK_DIR/seen.json"').parent
+    claude = {"hook_event_name": "SubagentStop", "session_id": "s", "agent_id": "a-1", "agent_type": "reviewer",
+              "last_assistant_message": "done: 3 files", "stop_hook_active": False}
+    result = bridge(home, claude, "--no-server")
+    assert (result.returncode, result.stderr) == (0, "")
+    seen = json.loads((directory / "seen.json").read_text())
+    assert (seen["result"], seen["last_assistant_message"], seen["thread_id"]) == ("done: 3 files", "done: 3 files", "s")
+    # A result the envelope has already is left as it is.
+    bridge(home, {**claude, "result": "its own"}, "--no-server")
+    assert json.loads((directory / "seen.json").read_text())["result"] == "its own"

@@ -10,7 +10,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +75,12 @@ def env() -> dict[str, str]:
 
 def run(*arguments: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     return hookbus(*arguments, input=input, env=env())
+
+
+def this_bridge(home: Path | str, verb: str = "claude-code-hook") -> str:
+    """The bridge command ``python -m hookbus import ... --install-bridge`` writes: this very
+    interpreter, and the home spelled out."""
+    return f"{shlex.quote(sys.executable)} -m hookbus {verb} --home {shlex.quote(str(home))}"
 
 
 def write_json(path: Path, document: Any) -> Path:
@@ -513,7 +522,10 @@ def test_the_functions_plan_and_import(settings: Path, target: Path) -> None:
     assert not target.exists()  # planning writes nothing
     out, err = io.StringIO(), io.StringIO()
     assert run_import(str(settings), target, out=out, err=err) == 0
-    assert err.getvalue() == ""
+    # Only the warning for log-bash.sh's $CLAUDE_PROJECT_DIR (what to check under hookbus).
+    (warning,) = err.getvalue().splitlines()
+    assert warning.startswith(f"warning: {settings}: the command uses $CLAUDE_PROJECT_DIR")
+    assert warning.endswith("@ $.hooks.PreToolUse[0].hooks[1].command")
     assert hook_ids(target) == sorted(EXPECTED_IDS)
     assert out.getvalue().count("wrote ") == len(EXPECTED_IDS)
     assert [hook.action for hook in plan_import(str(settings), target).hooks] == ["unchanged"] * len(EXPECTED_IDS)
@@ -553,8 +565,9 @@ def test_the_bridge_is_merged_once_keeping_everything_else(settings: Path) -> No
     merged = json.loads(settings.read_text())
     assert settings.read_text().endswith("}\n")
     assert merged["model"] == "opus" and merged["permissions"] == SETTINGS["permissions"]
+    command = this_bridge(os.path.expanduser("~/.vix"))  # no --home, no VIX_HOME: the default, written out
     for event in ALL_BRIDGED:
-        expected = {"hooks": [{"type": "command", "command": "hookbus claude-code-hook"}]}
+        expected = {"hooks": [{"type": "command", "command": command}]}
         if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
             expected = {"matcher": "*", **expected}
         assert bridge_entries(merged, event) == [expected], event
@@ -568,7 +581,7 @@ def test_the_bridge_is_merged_once_keeping_everything_else(settings: Path) -> No
     again = run("import", "claude-code", str(settings), "--install-bridge")
     assert again.returncode == 0
     assert f"{settings} needs no change" in again.stdout
-    assert all(f"{event}: already routed to hookbus claude-code-hook" in again.stdout for event in ALL_BRIDGED)
+    assert all(f"{event}: already routed to {command}" in again.stdout for event in ALL_BRIDGED)
     assert settings.read_text() == once
     assert Path(f"{settings}.bak").read_text() == "sentinel"
 
@@ -581,8 +594,8 @@ def test_the_bridge_creates_a_missing_file_with_the_home(tmp_path: Path) -> None
     assert not Path(f"{file}.bak").exists()
     document = json.loads(file.read_text())
     assert list(document) == ["hooks"] and list(document["hooks"]) == list(ALL_BRIDGED)
-    command = f"hookbus claude-code-hook --home '{home}'"
-    assert command == bridge_command(home)
+    command = this_bridge(home)
+    assert command == bridge_command(home) and f"--home '{home}'" in command
     assert all(bridge_entries(document, e)[0]["hooks"][0]["command"] == command for e in ALL_BRIDGED)
     # Another home's bridge is not added beside it.
     other = run("import", "claude-code", str(file), "--install-bridge")
@@ -596,10 +609,11 @@ def test_the_bridge_dry_run_prints_and_writes_nothing(tmp_path: Path, settings: 
     result = run("import", "claude-code", str(settings), "--install-bridge", "--dry-run")
     assert result.returncode == 0
     assert settings.read_text() == original and not Path(f"{settings}.bak").exists()
-    assert "PreToolUse: add hookbus claude-code-hook (matcher *)" in result.stdout
+    command = this_bridge(os.path.expanduser("~/.vix"))
+    assert f"PreToolUse: add {command} (matcher *)" in result.stdout
     block = result.stdout[result.stdout.index("{"): result.stdout.rindex("}") + 1]
     printed = json.loads(block)
-    assert bridge_entries(printed, "Stop") == [{"hooks": [{"type": "command", "command": "hookbus claude-code-hook"}]}]
+    assert bridge_entries(printed, "Stop") == [{"hooks": [{"type": "command", "command": command}]}]
     missing = tmp_path / "none" / "settings.json"
     assert run("import", "claude-code", str(missing), "--install-bridge", "--dry-run").returncode == 0
     assert not missing.parent.exists()
@@ -650,3 +664,150 @@ def test_the_bridge_function_and_a_later_import_skip_the_bridge(settings: Path, 
 )
 def test_what_counts_as_the_bridge(command: str, bridge: bool) -> None:
     assert is_bridge_command(command) is bridge
+
+
+# -- the bridge's command runs as written ------------------------------------------------------
+
+#: The console script of this venv: what `hookbus` is to a user who installed it.
+HOOKBUS_SCRIPT = str(Path(sys.executable).parent / "hookbus")
+#: A PATH without the venv, as a host started from a desktop or a service has.
+PLAIN = {"PATH": "/usr/bin:/bin"}
+GUARD = {"id": "guard", "trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync", "blocking": True,
+         "command": "cat > /dev/null; echo 'no rm -rf' >&2; exit 2"}
+RM_RF = {"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+
+
+def guarded_home(tmp_path: Path) -> Path:
+    home = tmp_path / "vix home"  # a space: the command must quote it
+    write_json(home / "hooks" / "guard" / "hook.json", GUARD)
+    for directory in (home, home / "hooks", home / "hooks" / "guard"):
+        directory.chmod(0o755)
+    return home
+
+
+def the_bridge_of(file: Path, event: str = "PreToolUse") -> str:
+    (group,) = bridge_entries(json.loads(file.read_text()), event)
+    command: str = group["hooks"][0]["command"]
+    return command
+
+
+def run_as_the_host(command: str) -> subprocess.CompletedProcess[str]:
+    """The command as Claude Code runs it: by a shell, from another directory, on a plain PATH."""
+    return subprocess.run(["bash", "-c", command], input=json.dumps(RM_RF), capture_output=True, text=True, env=PLAIN, cwd="/", timeout=60)
+
+
+def test_the_console_scripts_bridge_names_itself_and_the_home_from_vix_home(tmp_path: Path) -> None:
+    home = guarded_home(tmp_path)
+    file = tmp_path / "project" / ".claude" / "settings.json"
+    result = subprocess.run(
+        [HOOKBUS_SCRIPT, "import", "claude-code", str(file), "--install-bridge"],
+        capture_output=True, text=True, timeout=60, env=environment(VIX_HOME=str(home), HOOKBUS_SOCKET=None),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr, result.stderr
+    command = the_bridge_of(file)
+    assert command == f"{HOOKBUS_SCRIPT} claude-code-hook --home '{home}'"
+    ran = run_as_the_host(command)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_python_m_hookbus_writes_this_interpreter(tmp_path: Path) -> None:
+    home = guarded_home(tmp_path)
+    file = tmp_path / "settings.json"
+    result = run("import", "claude-code", str(file), "--install-bridge", "--home", str(home))
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    command = the_bridge_of(file)
+    assert command == this_bridge(home)
+    ran = run_as_the_host(command)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_bridge_that_would_not_run_is_written_with_a_warning(tmp_path: Path) -> None:
+    script = tmp_path / "bin" / "hookbus"
+    script.parent.mkdir()
+    shutil.copyfile(HOOKBUS_SCRIPT, script)
+    script.chmod(0o644)  # copied without its x bit: a host cannot run it
+    file = tmp_path / "settings.json"
+    result = subprocess.run(
+        [sys.executable, str(script), "import", "claude-code", str(file), "--install-bridge", "--home", str(tmp_path / "h")],
+        capture_output=True, text=True, timeout=60, env=env(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert the_bridge_of(file) == f"{script} claude-code-hook --home {tmp_path / 'h'}"
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert f"{script} is not executable" in warning and "chmod +x" in warning, warning
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a file owned by another user")
+def test_the_warning_is_for_the_user_whose_settings_they_are(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    (locked / "bin").mkdir(parents=True)
+    locked.chmod(0o700)
+    script = locked / "bin" / "hookbus"
+    shutil.copy2(HOOKBUS_SCRIPT, script)
+    file = write_json(tmp_path / "alice" / "settings.json", {})
+    os.chown(file, 4242, 4242)  # Claude Code runs as uid 4242, who may not enter `locked`
+    result = subprocess.run(
+        [str(script), "import", "claude-code", str(file), "--install-bridge", "--home", str(tmp_path / "h")],
+        capture_output=True, text=True, timeout=60, env=env(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert the_bridge_of(file).startswith(f"{script} claude-code-hook")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    # tmp_path's /tmp/pytest-of-root (0700) already keeps uid 4242 out of `locked`.
+    assert warnings and "is a directory uid 4242 may not enter" in warnings[0], result.stderr
+
+
+def test_a_dotfiles_link_is_followed_and_stays_a_link(tmp_path: Path) -> None:
+    real = write_json(tmp_path / "dotfiles" / "claude-settings.json", {"model": "opus"})
+    real.chmod(0o640)
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    result = run("import", "claude-code", str(link), "--install-bridge", "--home", str(tmp_path / "h"))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert json.loads(real.read_text())["model"] == "opus" and bridge_entries(json.loads(real.read_text()), "Stop")
+    assert (real.stat().st_mode & 0o777) == 0o640
+    backup = Path(f"{link}.bak")
+    assert not backup.is_symlink() and json.loads(backup.read_text()) == {"model": "opus"}
+    assert (backup.stat().st_mode & 0o777) == 0o640
+
+
+def test_an_old_backup_of_ones_own_is_replaced_at_the_files_mode(settings: Path) -> None:
+    settings.chmod(0o600)
+    backup = Path(f"{settings}.bak")
+    backup.write_text("an old backup")
+    backup.chmod(0o644)
+    result = run("import", "claude-code", str(settings), "--install-bridge")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(backup.read_text()) == SETTINGS
+    assert (backup.stat().st_mode & 0o777) == 0o600
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json", "settings.json.bak"]  # no temp file left
+
+
+# -- what an imported command depends on ---------------------------------------------------------
+
+
+def test_commands_that_depend_on_the_project_or_the_working_directory_are_warned_about(tmp_path: Path, target: Path) -> None:
+    source = write_json(tmp_path / "settings.json", {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/guard.sh"},
+        {"type": "command", "command": "./hooks/check.sh --strict"},
+        {"type": "command", "command": "bash .claude/hooks/lint.sh"},
+        {"type": "command", "command": "python3 scripts/audit.py"},
+        {"type": "command", "command": "sed -n 's/a/b/p' | grep -q x && echo ok"},
+        {"type": "command", "command": "/opt/tools/guard --quiet"},
+        {"type": "command", "command": "cat \"${CLAUDE_PLUGIN_ROOT}/x.txt\""},
+    ]}]}})
+    result = run("import", "claude-code", str(source), "--home", str(target), "--plugin-root", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert len(hook_ids(target)) == 7  # imported all the same
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    at = "@ $.hooks.PreToolUse[0].hooks[{}].command"
+    assert len(warnings) == 4, result.stderr
+    assert warnings[0].endswith(at.format(0)) and "$CLAUDE_PROJECT_DIR" in warnings[0] and "project_dir" in warnings[0]
+    for warning, (index, path) in zip(warnings[1:], [(1, "./hooks/check.sh"), (2, ".claude/hooks/lint.sh"), (3, "scripts/audit.py")]):
+        assert warning.endswith(at.format(index)), warning
+        assert f"{path!r}" in warning and "the envelope's cwd" in warning and "check" in warning, warning

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import HookWriter, read_log, read_state
 from hookbus import HookBus
-from hookbus.contract import ERROR_TAIL_CHARS, outcome_from_command, outcome_from_text
+from hookbus.contract import ERROR_TAIL_CHARS, outcome_from_command, outcome_from_final_text, outcome_from_text
 from hookbus.decision import MAX_CONTEXT_CHARS, Decision, Outcome
 
 pytestmark = pytest.mark.timeout(60)
@@ -412,6 +412,49 @@ def test_outcome_from_text_deeply_nested_json_fails_open_with_the_reason() -> No
     outcome = outcome_from_text(text)
     assert outcome.behavior == "allow"
     assert outcome.error == "JSON decision could not be read: it is nested too deeply"
+
+
+DUPLICATE_KEYS: dict[str, tuple[str, str]] = {
+    "top-level": ('{"behavior":"deny","reason":"x","behavior":"allow"}', "behavior"),
+    "nested-in-input": ('{"behavior":"modify","input":{"path":"a","nested":{"p":1,"p":2}}}', "p"),
+    "claude-shape": (
+        '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecision":"allow"}}',
+        "permissionDecision",
+    ),
+    "same-value-twice": ('{"behavior":"allow","behavior":"allow"}', "behavior"),
+}
+
+
+@pytest.mark.parametrize(("text", "key"), list(DUPLICATE_KEYS.values()), ids=list(DUPLICATE_KEYS))
+def test_a_decision_that_names_a_key_twice_is_unparseable(text: str, key: str) -> None:
+    """Which value counts would be a guess (json keeps the last): refused, as spec files do."""
+    message = (
+        f"JSON decision could not be read: duplicate key {key!r} "
+        "(a reader would have to guess which value counts); name each key once"
+    )
+    expected = Outcome.fail_open(message, failure="unparseable")
+    assert outcome_from_text(text, "PreToolUse") == expected
+    assert outcome_from_command(0, text.encode(), b"", "PreToolUse") == expected
+    assert outcome_from_final_text(text, "PreToolUse") == expected
+    assert outcome_from_final_text(f"Verdict:\n```json\n{text}\n```", "PreToolUse") == expected
+
+
+def test_text_with_a_repeated_key_that_is_not_json_stays_text() -> None:
+    """Only a JSON document can be an unreadable decision; words with braces are words."""
+    text = '{"a": 1, "a": 2} is how a repeated key looks'
+    assert outcome_from_text(text) == Outcome("context", context=text)
+    assert outcome_from_final_text(text) == Outcome("context", context=text)
+
+
+def test_a_final_text_that_is_unreadable_json_is_unparseable_not_context() -> None:
+    """A final text that is a JSON object hookbus cannot read was meant as a decision: it is
+    the hook's failure (failing closed under on_error deny), as in a command's output. A
+    JSON object that is readable but no decision is still only text."""
+    for text in ('{"behavior": "deny", "reason": NaN}', '{"behavior": "deny", "n": ' + "9" * 5000 + "}"):
+        outcome = outcome_from_final_text(text)
+        assert outcome.failure == "unparseable" and outcome.behavior == "allow", outcome
+        assert outcome.error is not None and outcome.error.startswith("JSON decision")
+    assert outcome_from_final_text('{"verdict": "deny"}') == Outcome("context", context='{"verdict": "deny"}')
 
 
 def test_failure_error_keeps_only_the_tail_of_stderr() -> None:

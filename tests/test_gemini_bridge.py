@@ -2,15 +2,16 @@
 gemini-cli FILE --install-bridge``.
 
 Gemini CLI's envelope (BeforeTool, ``run_shell_command``, ``file_path``, ``session_id``) in,
-the home's merged decision out as Gemini CLI obeys it (top-level ``decision: deny`` with a
-reason, ``hookSpecificOutput.tool_input``, ``additionalContext``, ``continue: false``), in
-process and through a server alike.
+the home's merged decision out as Gemini CLI obeys it (top-level ``decision: deny`` or
+``ask`` with a reason, ``hookSpecificOutput.tool_input`` as the whole new input,
+``additionalContext``, ``continue: false``), in process and through a server alike.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,15 @@ GEMINI_CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "halt": ("PostToolUse", {"behavior": "allow", "halt": "enough"}, {"continue": False, "stopReason": "enough"}),
     "context where Gemini takes none": ("PreToolUse", {"behavior": "context", "context": "x"}, {}),
     "approve, which Gemini cannot take": ("PreToolUse", {"behavior": "allow", "permission": "approve"}, {}),
+    "ask": ("PreToolUse", {"behavior": "allow", "permission": "ask", "reason": "touches prod"}, {"decision": "ask", "reason": "touches prod"}),
+    "ask without a reason": ("PreToolUse", {"behavior": "allow", "permission": "ask"}, {"decision": "ask", "reason": "a hook asks you to confirm this call"}),
+    "ask with a rewrite": (
+        "PreToolUse",
+        {"behavior": "modify", "permission": "ask", "input": {"path": "b.txt", "content": "x"}},
+        {"decision": "ask", "reason": "a hook asks you to confirm this call",
+         "hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": {"file_path": "b.txt", "content": "x"}}},
+    ),
+    "a deny beats an ask": ("PreToolUse", {"behavior": "deny", "reason": "no", "permission": "ask"}, {"decision": "deny", "reason": "no"}),
 }
 
 
@@ -128,7 +138,7 @@ def test_each_decision_in_gemini_clis_format(event: str, decision: dict[str, Any
     [
         ("UserPromptSubmit", {"behavior": "modify", "input": {"prompt": "x"}}, "cannot take"),
         ("PreToolUse", {"behavior": "context", "context": "x"}, "passes none to the model"),
-        ("PreToolUse", {"behavior": "allow", "permission": "ask"}, "'ask' to the permission prompt"),
+        ("PreToolUse", {"behavior": "allow", "permission": "approve"}, "'approve' to the permission prompt"),
     ],
 )
 def test_what_gemini_cli_cannot_hear_is_said_on_stderr(event: str, decision: dict[str, Any], note: str) -> None:
@@ -229,7 +239,7 @@ def test_install_bridge_routes_every_gemini_event_and_keeps_the_rest(tmp_path: P
         bridge = groups[-1]
         assert "matcher" not in bridge, f"{event}: '*' is no regex to Gemini CLI; no matcher takes every tool"
         (entry,) = bridge["hooks"]
-        assert entry == {"type": "command", "command": f"hookbus gemini-cli-hook --home {home}"}
+        assert entry == {"type": "command", "command": f"{shlex.quote(sys.executable)} -m hookbus gemini-cli-hook --home {home}"}
         assert is_bridge_command(entry["command"], GEMINI_INSTALL)
     assert "still run as well" in out.getvalue()
     assert json.loads((tmp_path / ".gemini" / "settings.json.bak").read_text())["hooks"] == {"BeforeTool": [own]}
@@ -252,5 +262,90 @@ def test_import_gemini_cli_without_install_bridge_says_what_it_does(tmp_path: Pa
         [sys.executable, "-m", "hookbus", "import", "gemini-cli", str(settings), "--install-bridge", "--dry-run", "--home", str(home)],
         capture_output=True, text=True, timeout=60,
     )
-    assert dry.returncode == 0 and "BeforeTool: add hookbus gemini-cli-hook" in dry.stdout
+    assert dry.returncode == 0 and f"BeforeTool: add {shlex.quote(sys.executable)} -m hookbus gemini-cli-hook --home {home}" in dry.stdout
     assert settings.read_text() == "{}"
+
+
+# -- what Gemini CLI 0.61.0 does ----------------------------------------------------------------
+
+
+def test_an_ask_is_said_to_gemini_cli_and_not_reported_as_lost() -> None:
+    output, notes = GEMINI_CLI.answer("BeforeTool", "PreToolUse", {"tool_name": "bash"}, {"behavior": "allow", "permission": "ask", "reason": "prod"})
+    assert (output, notes) == ({"decision": "ask", "reason": "prod"}, [])
+
+
+@pytest.mark.parametrize("through_server", [False, True])
+def test_a_hook_that_asks_makes_gemini_cli_ask(write_hook: Writer, home: Path, through_server: bool) -> None:
+    asks = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "this deletes files"}}
+    write_hook("asker", matcher="bash", mode="sync", blocking=True, command=f"cat > /dev/null; echo '{json.dumps(asks)}'")
+    if through_server:
+        with Served(home):
+            result = gemini(home, BEFORE_SHELL)
+    else:
+        result = gemini(home, BEFORE_SHELL, "--no-server")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads(result.stdout) == {"decision": "ask", "reason": "this deletes files"}
+
+
+def test_a_rewrite_is_the_whole_new_input(write_hook: Writer, home: Path) -> None:
+    """Gemini CLI replaces the arguments with tool_input: what the hook leaves out is gone,
+    so the bridge sends exactly the hook's input, in Gemini's field names."""
+    write_hook(
+        "safe", matcher="edit_file", mode="sync", blocking=True,
+        command="""cat > /dev/null; echo '{"behavior": "modify", "input": {"path": "notes.txt", "old_string": "a", "new_string": "b"}}'""",
+    )
+    replace = {**BEFORE_SHELL, "tool_name": "replace", "tool_input": {"file_path": ".env", "old_string": "a", "new_string": "b", "expected_replacements": 3}}
+    result = gemini(home, replace, "--no-server")
+    assert json.loads(result.stdout)["hookSpecificOutput"]["tool_input"] == {"file_path": "notes.txt", "old_string": "a", "new_string": "b"}
+
+
+#: A gate that keeps the agent going unless told it did once already, and says what it saw.
+ONCE_GATE = (
+    'input=$(cat); printf "%s\\n" "$input" >> "$HOOKBUS_HOOK_DIR/seen.jsonl"; '
+    'case "$input" in *\'"stop_hook_active":true\'*) exit 0;; esac; '
+    'echo \'{"decision": "block", "reason": "run the tests"}\''
+)
+AFTER_AGENT = {"hook_event_name": "AfterAgent", "session_id": "g-9", "prompt": "p", "prompt_response": "done", "stop_hook_active": False}
+
+
+def seen_flags(directory: Path) -> list[object]:
+    lines = (directory / "seen.jsonl").read_text().splitlines()
+    return [json.loads(line).get("stop_hook_active", "absent") for line in lines]
+
+
+def test_geminis_false_stop_flag_does_not_hide_the_buss_memory(write_hook: Writer, home: Path) -> None:
+    """Gemini CLI says stop_hook_active: false on every AfterAgent, even after a hook kept the
+    agent going: a gate that trusted it would never let the agent stop."""
+    directory = write_hook("gate", event="Stop", mode="sync", dialect="claude-code", command=ONCE_GATE).parent
+    with Served(home):
+        answers = [json.loads(gemini(home, AFTER_AGENT).stdout) for _ in range(3)]
+    assert answers == [{"decision": "deny", "reason": "run the tests"}, {}, {"decision": "deny", "reason": "run the tests"}]
+    assert seen_flags(directory) == ["absent", True, "absent"]
+
+
+def test_without_a_server_the_false_flag_is_left_out_and_a_true_one_kept(write_hook: Writer, home: Path) -> None:
+    directory = write_hook("gate", event="Stop", mode="sync", dialect="claude-code", command=ONCE_GATE).parent
+    native = write_hook("native", event="Stop", mode="sync", command='cat > "$HOOKBUS_HOOK_DIR/seen.json"').parent
+    first = gemini(home, AFTER_AGENT, "--no-server")
+    assert json.loads(first.stdout) == {"decision": "deny", "reason": "run the tests"}
+    assert "stop_hook_active" not in json.loads((native / "seen.json").read_text())
+    kept = gemini(home, {**AFTER_AGENT, "stop_hook_active": True}, "--no-server")
+    assert json.loads(kept.stdout) == {}
+    assert seen_flags(directory) == ["absent", True]
+    assert json.loads((native / "seen.json").read_text())["stop_hook_active"] is True
+
+
+def test_cc_stop_gate_lets_gemini_cli_stop_after_its_blocks(home: Path, tmp_path: Path) -> None:
+    """contrib's cc-stop-gate, unchanged, on Gemini CLI without a server: no flag, so it
+    counts its own blocks and lets the agent stop after CC_STOP_GATE_MAX_BLOCKS."""
+    import shutil
+
+    contrib = Path(__file__).resolve().parents[1] / "contrib" / "hooks" / "cc-stop-gate"
+    shutil.copytree(contrib, home / "hooks" / "cc-stop-gate")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".stop-gate").write_text("the docs are not written\n")
+    (tmp_path / "tmp").mkdir()
+    env = environment(GEMINI_PROJECT_DIR=str(project), TMPDIR=str(tmp_path / "tmp"), CC_STOP_GATE_MAX_BLOCKS="2")
+    answers = [json.loads(gemini(home, AFTER_AGENT, "--no-server", env=env).stdout).get("decision") for _ in range(3)]
+    assert answers == ["deny", "deny", None]

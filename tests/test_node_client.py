@@ -141,7 +141,7 @@ console.log(JSON.stringify({ results, order }));
     allow = {"behavior": "allow"}
     *emits, ping = out["results"]
     assert emits == [allow, *[deny] * 5, *[allow] * 5]
-    assert set(ping) == {"version", "generation", "home"}
+    assert set(ping) == {"version", "generation", "home", "pid"}
     assert Path(ping["home"]) == home
     assert out["order"][-1] == "slow"
     assert sorted(out["order"]) == sorted(["slow", "ping", *(f"deny{i}" for i in range(5)), *(f"allow{i}" for i in range(5))])
@@ -175,7 +175,7 @@ console.log(JSON.stringify(out));
     for name, code in expected_codes.items():
         assert (out[name]["name"], out[name]["remote"], out[name]["code"]) == ("RemoteError", True, code), out[name]
     assert out["event"]["message"].startswith("unknown event 'NoSuchEvent'; events are PreToolUse")
-    assert out["method"]["message"] == "method not found: 'explode'; methods are emit, trigger, ping, reload"
+    assert out["method"]["message"] == "method not found: 'explode'; methods are emit, trigger, ping, reload, status, explain"
     assert out["after"] == {"value": {"behavior": "deny", "reason": DENY_REASON}}
 
 

@@ -387,6 +387,39 @@ def test_spawn_failure_program_not_executable(tmp_path: Path) -> None:
     assert result.spawn_error is not None and "Permission denied" in result.spawn_error
 
 
+def test_spawn_failure_past_exec_limits_names_the_variable(tmp_path: Path) -> None:
+    """One environment string over the kernel's 128 KiB: the OS says only "Argument list
+    too long", which names neither what is too long nor the limit."""
+    result = run_bash(
+        "true", input=b"", cwd=tmp_path, env={**env(), "HUGE_ONE": "h" * 200_000},
+        deadline=time.monotonic() + 20,
+    )
+    assert result.returncode is None
+    assert result.spawn_error == (
+        "could not start: the environment variable HUGE_ONE holds 200,000 bytes, past the "
+        "kernel's limit of 131,072 for one variable, its name included (E2BIG)"
+    )
+
+
+def test_spawn_failure_past_exec_limits_names_the_total_and_the_largest(tmp_path: Path) -> None:
+    """Every string under 128 KiB, but all of them past a quarter of the stack limit: the
+    failure says so, with the variables that take the most."""
+    import resource
+
+    # fs/exec.c: a quarter of the stack limit, between 128 KiB and 6 MiB.
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    limit = 6 << 20 if stack == resource.RLIM_INFINITY else max(128 << 10, min(6 << 20, stack // 4))
+    fillers = {f"FILLER_{index:02}": "f" * (100_000 + index) for index in range(limit // 100_000 + 2)}
+    result = run_bash("true", input=b"", cwd=tmp_path, env={**env(), **fillers}, deadline=time.monotonic() + 20)
+    assert result.returncode is None and result.spawn_error is not None
+    largest = sorted(fillers)[-3:][::-1]
+    assert result.spawn_error.startswith("could not start: the arguments and the environment take "), result.spawn_error
+    assert f"past the kernel's limit of {limit:,} for all of them" in result.spawn_error
+    assert result.spawn_error.endswith(
+        "the largest variables: " + ", ".join(f"{name} ({len(name) + 1 + len(fillers[name]):,} bytes)" for name in largest)
+    )
+
+
 def test_child_inherits_no_descriptor_of_ours(tmp_path: Path) -> None:
     """Only stdin, stdout and stderr: an inherited pipe end would keep streams open."""
     read_end, write_end = os.pipe()
@@ -591,6 +624,24 @@ def test_bus_spawn_failure_is_recorded(emit_one: Emit, tmp_path: Path) -> None:
     decision, _, state = emit_one("echo hi", cwd=str(missing))
     assert decision == Decision("allow")
     assert state["last_error"] == f"could not start: working directory {missing} does not exist"
+
+
+@pytest.mark.parametrize("unusable", ["missing", "file"])
+def test_bus_records_that_a_hook_ran_in_its_directory_and_why(
+    unusable: str, home: Path, tmp_path: Path, write_hook: HookWriter, make_bus: Callable[..., HookBus]
+) -> None:
+    """A hook with no cwd of its own whose envelope's cwd cannot be used runs in its own
+    directory, as the README says, and its record says so and why (it said nothing)."""
+    cwd = tmp_path / "elsewhere"
+    if unusable == "file":
+        cwd.write_text("not a directory")
+    write_hook("h", command="pwd -P", event="Stop")
+    bus = make_bus()
+    record = bus.trigger("h", {"cwd": str(cwd)})
+    problem = "is not a directory" if unusable == "file" else "does not exist"
+    assert (record.status, record.error) == ("done", None)
+    assert record.note == f"ran in the hook's directory: the envelope's cwd {cwd} {problem}"
+    assert bus.trigger("h", {"cwd": str(tmp_path)}).note is None
 
 
 @pytest.mark.timeout(60)

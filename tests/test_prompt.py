@@ -160,6 +160,56 @@ def test_provider_failures_fail_open_with_a_recorded_error(
         assert answer.raw_body.decode()[:50] in error
 
 
+def no_verdict_body(message: dict[str, Any], finish_reason: str) -> bytes:
+    choice = {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}
+    return json.dumps({"choices": [choice]}).encode()
+
+
+NO_VERDICT = [
+    ({"content": None, "refusal": "I can't help with that."}, "stop", 'the model refused: "I can\'t help with that."'),
+    ({"content": None}, "stop", "the message content is null"),
+    ({"content": ""}, "length", 'the reply was cut at the token limit before any text (finish_reason "length")'),
+    ({"content": "Looks fi"}, "content_filter", 'the provider filtered the reply (finish_reason "content_filter")'),
+]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(("message", "finish_reason", "why"), NO_VERDICT, ids=["refusal", "null", "length", "filtered"])
+def test_a_reply_with_no_verdict_fails_open_with_the_error_recorded(
+    message: dict[str, Any], finish_reason: str, why: str, home: Path, write_hook: Writer, make_bus: Maker
+) -> None:
+    """No verdict is not an empty answer (which allows): it is the hook's failure. Open by
+    default, and recorded; closed under "on_error": "deny" (tests/adversarial)."""
+    body = no_verdict_body(message, finish_reason)
+    with StubChatServer(lambda request: StubReply(raw_body=body)) as server:
+        write_settings(home, server)
+        sync_prompt_hook(write_hook)
+        bus = make_bus()
+        decision = bus.emit("PreToolUse", ENVELOPE)
+    assert (decision.behavior, decision.context) == ("allow", None)
+    (failure,) = decision.failed
+    assert (failure.hook_id, failure.failure, failure.closed) == ("judge", "error", False)
+    error = f"{server.base_url}/chat/completions gave no verdict: {why}"
+    assert failure.error.startswith(error), failure.error
+    state, entry = last_run(bus, home, "judge")
+    assert (state["last_status"], state["last_error"]) == ("allow", failure.error)
+    assert entry["error"] == failure.error
+
+
+@pytest.mark.timeout(30)
+def test_an_empty_answer_that_finished_normally_still_allows(home: Path, write_hook: Writer, make_bus: Maker) -> None:
+    """The final-text contract's row: the model said nothing, so nothing is asked of the
+    agent. Only a reply that holds no answer at all is a failure."""
+    body = no_verdict_body({"content": ""}, "stop")
+    with StubChatServer(lambda request: StubReply(raw_body=body)) as server:
+        write_settings(home, server)
+        sync_prompt_hook(write_hook)
+        bus = make_bus()
+        decision = bus.emit("PreToolUse", ENVELOPE)
+    assert (decision.behavior, decision.failed) == ("allow", ())
+    assert last_run(bus, home, "judge")[1]["error"] is None
+
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "answer",

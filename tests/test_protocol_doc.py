@@ -196,6 +196,13 @@ def test_each_method_answers_with_what_the_schema_describes(home: Path, write_ho
         assert named["result"] == DENIED
         assert wire.call(10, "ping", {"home": f"{home}/hooks/.."})["result"]["home"] == str(home)
 
+        status = wire.call(11, "status")["result"]
+        assert status["home"] == str(home) and status["pid"] == ping["pid"] == served.process.pid
+        assert [(hook["id"], hook["state"]) for hook in status["hooks"]] == [("guard", "enabled")]
+        explained = wire.call(12, "explain", {"event": "PreToolUse", "envelope": BASH, "dry_run": True})["result"]
+        assert [(hook["id"], hook["matched"]) for hook in explained["hooks"]] == [("guard", True)]
+        assert explained["decision"] is None and explained["home"] == str(home)
+
         # A notification is run and never answered: the next line answers the next request.
         wire.notify("ping")
         wire.notify("emit", {"event": "PreToolUse", "envelope": BASH})

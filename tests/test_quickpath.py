@@ -222,36 +222,79 @@ def error_line(code: int, message: str) -> Callable[[bytes], bytes]:
     return answer
 
 
+def started_then(rest: bytes | None) -> Callable[[bytes], bytes]:
+    """A server that says it started the request's hooks, then ``rest`` (None: hangs up)."""
+
+    def answer(line: bytes) -> bytes:
+        request = json.loads(line)
+        started = {"jsonrpc": "2.0", "method": "started", "params": {"id": request["id"], "wait": 0.5}}
+        return json.dumps(started).encode() + b"\n" + (rest or b"")
+
+    return answer
+
+
+def internal_error(line: bytes) -> bytes:
+    request = json.loads(line)
+    started = {"jsonrpc": "2.0", "method": "started", "params": {"id": request["id"], "wait": 0.5}}
+    error = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "internal error: KeyError: 'x'"}}
+    return json.dumps(started).encode() + b"\n" + json.dumps(error).encode() + b"\n"
+
+
 @pytest.mark.parametrize(
     ("answer", "said"),
     [
-        (lambda line: None, "closed the connection before answering"),
-        (lambda line: b"not json\n", "failed before answering"),
-        (lambda line: b'{"jsonrpc": "2.0", "id": 1, "result": "allow"}\n', "failed before answering"),
-        (error_line(-32603, "internal error: KeyError: 'x'"), "internal error: KeyError: 'x'"),
+        (started_then(None), "closed the connection after it started the hooks"),
+        (started_then(b"not json\n"), "after it started the hooks"),
+        (started_then(b'{"jsonrpc": "2.0", "id": 1, "result": "allow"}\n'), "sent no decision"),
+        (internal_error, "internal error: KeyError: 'x'"),
     ],
     ids=["hangs up", "garbage", "no decision", "internal error"],
 )
-def test_a_server_that_fails_after_the_request_is_reported_and_nothing_runs_again(
-    home: Path, write_hook: Writer, fake: Any, answer: Callable[[bytes], bytes | None], said: str
+@pytest.mark.parametrize("on_error", ["allow", "deny"])
+def test_a_server_that_fails_after_it_started_the_hooks_is_decided_by_on_error_and_nothing_runs_again(
+    home: Path, write_hook: Writer, fake: Any, answer: Callable[[bytes], bytes | None], said: str, on_error: str
 ) -> None:
-    """The hooks may have run in the server: they must not run a second time here."""
+    """The hooks may have run in the server: they must not run a second time here, and the
+    decision is what each hook's on_error says for a failure, never a bare exit 1 (which a
+    host takes for "no opinion")."""
+    write_hook(
+        "marker", matcher="bash", mode="sync", blocking=True, on_error=on_error,
+        command='cat > /dev/null; touch "$HOOKBUS_HOOK_DIR/ran"',
+    )
+    server = fake(answer)
+    result = hookbus("emit", "PreToolUse", "--home", str(home), input=BASH)
+    assert said in result.stderr and "Traceback" not in result.stderr
+    decision = json.loads(result.stdout)
+    if on_error == "deny":
+        assert (result.returncode, decision["behavior"]) == (2, "deny")
+        assert "could not be decided by hookbus" in decision["reason"] and said in decision["reason"]
+    else:
+        assert (result.returncode, decision) == (0, {"behavior": "allow"})
+        assert "failed open (could not be decided by hookbus)" in result.stderr
+    assert len(server.requests) == 1
+    assert not (home / "hooks" / "marker" / "ran").exists()
+    assert [entry["note"] for entry in read_log(home)] == [
+        'failed closed ("on_error": "deny")' if on_error == "deny" else "not run: hookbus could not decide, so it failed as its on_error says"
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [lambda line: None, lambda line: b"not json\n", error_line(-32602, "invalid params: the server says no")],
+    ids=["hangs up", "garbage", "refuses"],
+)
+def test_a_server_that_fails_before_it_started_anything_leaves_the_hooks_to_this_process(
+    home: Path, write_hook: Writer, fake: Any, answer: Callable[[bytes], bytes | None]
+) -> None:
+    """No "started", or an error that says nothing ran: the hooks run here, once, and the
+    server's failure is said on stderr."""
     write_hook("marker", matcher="bash", mode="sync", command='cat > /dev/null; touch "$HOOKBUS_HOOK_DIR/ran"')
     server = fake(answer)
     result = hookbus("emit", "PreToolUse", "--home", str(home), input=BASH)
-    assert result.returncode == 1 and said in result.stderr and "Traceback" not in result.stderr
+    assert (result.returncode, result.stdout) == (0, '{"behavior": "allow"}\n')
+    assert "running in-process" in result.stderr and "Traceback" not in result.stderr
     assert len(server.requests) == 1
-    assert not (home / "hooks" / "marker" / "ran").exists()
-
-
-def test_a_refusal_the_quick_path_cannot_explain_is_asked_again_and_explained(home: Path, fake: Any) -> None:
-    """An error answer where nothing ran (here: invalid params) goes to the full command
-    line, which asks again and says what the server said."""
-    server = fake(error_line(-32602, "invalid params: the server says no"))
-    result = hookbus("emit", "PreToolUse", "--home", str(home), input=BASH)
-    assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == "hookbus emit: invalid params: the server says no\n"
-    assert len(server.requests) == 2
+    assert (home / "hooks" / "marker" / "ran").exists()
 
 
 def test_a_server_of_another_home_is_warned_about_once(home: Path, write_hook: Writer, tmp_path: Path) -> None:

@@ -469,3 +469,51 @@ def test_a_forked_child_starts_with_an_empty_writer_of_its_own(make, storage):
     assert writer.flush(10)
     assert storage.items == [1, 2, 3]
     assert writer.release(10)
+
+
+# -- the bound in bytes -----------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_a_queue_full_in_bytes_drops_counts_and_says_so(make, storage, caplog):
+    caplog.set_level(logging.WARNING, logger="hookbus")
+    writer = make(batch_delay=0, max_bytes=100, weigh=lambda item: item)  # each item weighs itself
+    storage.hold()
+    writer.submit(60)
+    assert storage.entered.wait(10)  # being written: its 60 bytes are still held
+    assert writer.submit(40) is True  # 100: at the bound
+    started = time.monotonic()
+    assert writer.submit(1) is False  # 101 would be past it
+    assert time.monotonic() - started < 1  # dropping never waits for the writer
+    assert (writer.held_bytes, writer.dropped, writer.lost) == (100, 1, 1)
+    [report] = hookbus_logged(caplog, "queue is full")
+    assert "1 records wait to be written" in report.getMessage() and "max_bytes" in report.getMessage()
+
+    storage.let_go()
+    assert writer.flush(10)
+    assert writer.held_bytes == 0
+    assert writer.submit(500) is True  # nothing held: one item past the bound is still taken
+    assert writer.flush(10)
+    assert storage.items == [60, 40, 500]
+
+
+def test_max_bytes_must_be_at_least_one(storage):
+    with pytest.raises(ValueError, match=r"^BackgroundWriter\(name='test-writer'\): max_bytes must be at least 1, not 0"):
+        BackgroundWriter(storage, name=NAME, max_bytes=0)
+
+
+def test_the_default_weight_counts_what_an_item_holds_once_without_recursion():
+    from hookbus.recording import approximate_bytes
+    from hookbus.records import RunRecord
+
+    reason = "r" * 100_000
+    record = RunRecord(at="2026-01-01T00:00:00.000Z", hook_id="h", event="Stop", mode="sync", status="deny",
+                       duration=0.0, decision={"behavior": "deny", "reason": reason})
+    assert 100_000 < approximate_bytes(record) < 100_000 + 4096
+    holding_itself: list[object] = []
+    holding_itself.append(holding_itself)
+    assert 0 < approximate_bytes(holding_itself) < 1024
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert approximate_bytes(deep) > 100_000 * 56  # every level counted, no RecursionError

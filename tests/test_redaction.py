@@ -7,9 +7,11 @@ import logging
 import sys
 import threading
 from typing import Any, Iterator
+from urllib.parse import quote, quote_plus
 
 import pytest
 
+from hookbus.decision import Decision, HookFailure, Outcome
 from hookbus.records import RunRecord
 from hookbus.redaction import (
     CYCLE_MARKER,
@@ -19,6 +21,8 @@ from hookbus.redaction import (
     clear_secrets,
     has_secrets,
     redact,
+    redact_decision,
+    redact_outcome,
     redact_record,
     redact_url,
     redact_value,
@@ -342,3 +346,115 @@ def test_trigger_returns_the_record_as_recorded_with_secrets_masked(make_bus: An
     record = make_bus().trigger("echo")
     assert secret not in json.dumps(record.log_entry())
     assert "[redacted]" in json.dumps(record.log_entry())
+
+
+# -- echoes cut short or encoded -------------------------------------------------------------
+
+#: With the characters a %-encoding changes.
+URL_KEY = "sk-proj-ab/Q3+x9=Zt7Lm2Kp8Vw4wxyz"
+
+
+def runs_left(text: str, secret: str) -> list[str]:
+    """The runs of MIN_SECRET_LENGTH characters of ``secret`` still in ``text``."""
+    size = MIN_SECRET_LENGTH
+    return sorted({secret[n : n + size] for n in range(len(secret) - size + 1) if secret[n : n + size] in text})
+
+
+def test_openais_echo_of_a_key_cut_short_is_masked() -> None:
+    """OpenAI's 401: "Incorrect API key provided: sk-proj-ab****wxyz": a prefix of the key,
+    stars, its last 4 (too short to mask: 4 characters say nothing)."""
+    register_secret(URL_KEY)
+    echo = f"Incorrect API key provided: {URL_KEY[:10]}{'*' * 20}{URL_KEY[-4:]}."
+    assert redact(echo) == f"Incorrect API key provided: {MARKER}{'*' * 20}{URL_KEY[-4:]}."
+
+
+@pytest.mark.parametrize("cut", [8, 9, 20, len(URL_KEY) - 1])
+def test_every_prefix_and_suffix_of_eight_characters_or_more_is_masked(cut: int) -> None:
+    register_secret(URL_KEY)
+    assert redact(f"<{URL_KEY[:cut]}>") == f"<{MARKER}>"
+    assert redact(f"<{URL_KEY[-cut:]}>") == f"<{MARKER}>"
+
+
+def test_a_run_cut_from_the_middle_of_a_key_is_not_looked_for() -> None:
+    """The documented bound: finding any run of any secret would cost a search per run in
+    every text hookbus scrubs. Echoes keep a key's start or its end, or both."""
+    register_secret(URL_KEY)
+    middle = f"...{URL_KEY[5:19]}..."
+    assert redact(middle) is middle
+    assert redact(f"...{URL_KEY[5:]}") == f"...{MARKER}"
+
+
+def test_fewer_than_eight_characters_of_a_key_stay() -> None:
+    """The rule for short secrets holds for pieces of long ones: 7 characters are words."""
+    register_secret(URL_KEY)
+    text = f"{URL_KEY[:7]} and {URL_KEY[-7:]} and {URL_KEY[10:17]}"
+    assert redact(text) is text
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [quote(URL_KEY, safe=""), quote(URL_KEY), quote_plus(URL_KEY), quote(URL_KEY, safe="")[:20]],
+    ids=["quote-safe-none", "quote", "quote-plus", "quote-cut-short"],
+)
+def test_a_key_percent_encoded_in_a_url_is_masked(spelling: str) -> None:
+    register_secret(URL_KEY)
+    scrubbed = redact(f"https://api.example.test/v1?key={spelling}&x=1")
+    assert scrubbed == f"https://api.example.test/v1?key={MARKER}&x=1"
+    assert runs_left(scrubbed, spelling) == []
+
+
+def test_a_password_with_a_space_is_masked_in_quote_plus_and_whole() -> None:
+    secret = "open sesame 2024!"
+    register_secret(secret)
+    assert redact(f"u={quote_plus(secret)}") == f"u={MARKER}"
+    assert redact(f"said: {secret}.") == f"said: {MARKER}."
+
+
+def test_runs_of_a_passphrase_that_hold_whitespace_are_not_masked() -> None:
+    """Its runs across a space are ordinary words: masking them would mangle records."""
+    register_secret("correct horse battery staple")
+    text = "a horse battery for the staple gun, correct"
+    assert redact(text) is text
+    assert redact("correct horse battery staple") == MARKER
+
+
+# -- decisions and outcomes ------------------------------------------------------------------
+
+
+def a_decision(text: str) -> Decision:
+    failed = (HookFailure("scan", f"exited with status 1: {text}", "crash", closed=True),)
+    return Decision(
+        "deny", reason=f"hook 'scan' denied: {text}", input={"command": f"curl -H 'Bearer {text}'"},
+        context=f"note {text}", continue_with=f"go on {text}", halt=f"stop {text}", denied_by=("scan",), failed=failed,
+    )
+
+
+def test_redact_decision_masks_what_it_says_and_leaves_its_input() -> None:
+    """A rewritten input is an instruction to run: masking it would run something else."""
+    register_secret(KEY)
+    scrubbed = redact_decision(a_decision(KEY))
+    assert (scrubbed.reason, scrubbed.context) == (f"hook 'scan' denied: {MARKER}", f"note {MARKER}")
+    assert (scrubbed.continue_with, scrubbed.halt) == (f"go on {MARKER}", f"stop {MARKER}")
+    assert scrubbed.failed == (HookFailure("scan", f"exited with status 1: {MARKER}", "crash", closed=True),)
+    assert scrubbed.input == {"command": f"curl -H 'Bearer {KEY}'"}
+    assert (scrubbed.behavior, scrubbed.denied_by) == ("deny", ("scan",))
+
+
+def test_redact_decision_is_the_same_object_without_secrets_or_without_a_match() -> None:
+    decision = a_decision(KEY)
+    assert redact_decision(decision) is decision
+    register_secret("something-else-entirely")
+    assert redact_decision(decision) is decision
+
+
+def test_redact_outcome_masks_everything_but_the_verdict() -> None:
+    register_secret(KEY)
+    outcome = Outcome(
+        "modify", input={"k": KEY}, context=KEY, error=f"e {KEY}", thread_id=KEY, failure="crash", halt=KEY,
+    )
+    scrubbed = redact_outcome(outcome)
+    assert scrubbed == Outcome(
+        "modify", input={"k": MARKER}, context=MARKER, error=f"e {MARKER}", thread_id=MARKER, failure="crash", halt=MARKER,
+    )
+    clean = Outcome("deny", reason="no")
+    assert redact_outcome(clean) is clean

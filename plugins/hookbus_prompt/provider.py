@@ -152,16 +152,46 @@ def _snippet(data: bytes, limit: int) -> str:
 
 
 def _content(data: bytes, where: str) -> str:
+    """The text of ``choices[0].message.content``; PromptError when the reply has none that
+    is the model's verdict (see ``_no_verdict``)."""
     try:
         reply = json.loads(data)
-        content = reply["choices"][0]["message"]["content"]
+        choice = reply["choices"][0]
+        message = choice["message"]
+        content = message["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise PromptError(
             f"{where} sent a malformed reply (no choices[0].message.content): {_snippet(data, 200)}",
             "unparseable",
         ) from None
-    if content is None:
-        return ""
+    why = _no_verdict(choice.get("finish_reason"), message.get("refusal"), content)
+    if why is not None:
+        # Not an empty answer, which the final-text contract reads as allow: no answer. A
+        # fail-closed guard denies on it; a fail-open one allows with it recorded.
+        raise PromptError(f"{where} gave no verdict: {why}")
     if not isinstance(content, str):
         raise PromptError(f"{where} sent a non-text message content ({type(content).__name__})", "unparseable")
     return content
+
+
+#: How much of a model's refusal an error quotes.
+REFUSAL_CHARS = 200
+
+
+def _no_verdict(finish_reason: object, refusal: object, content: object) -> str | None:
+    """Why a well-formed reply holds no verdict of the model's, or None when it does (empty
+    text included: the model said nothing, which allows).
+
+    A refusal (``"refusal"`` set, or ``"content": null``), a reply cut at the token limit
+    before any text (``"finish_reason": "length"``), and one the provider's filter cut
+    (``"content_filter"``, whatever text got through before the cut)."""
+    if isinstance(refusal, str) and refusal.strip():
+        quoted = json.dumps(redact(refusal.strip())[:REFUSAL_CHARS], ensure_ascii=False)
+        return f"the model refused: {quoted}"
+    if finish_reason == "content_filter":
+        return 'the provider filtered the reply (finish_reason "content_filter")'
+    if finish_reason == "length" and (content is None or (isinstance(content, str) and not content.strip())):
+        return 'the reply was cut at the token limit before any text (finish_reason "length")'
+    if content is None:
+        return "the message content is null (a refusal, or an answer that is no text)"
+    return None

@@ -25,6 +25,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from hookbus.deepjson import TooDeep
 from hookbus.files import kind_of
 from hookbus.permissions import loose_refusal, owner_refusal
 from hookbus.jsontext import strict_json
@@ -66,7 +67,7 @@ def encode_line(entry: dict[str, Any]) -> bytes:
     except (RecursionError, ValueError, TypeError) as exc:
         why = (
             "the decision is nested too deeply to encode as JSON"
-            if isinstance(exc, RecursionError)
+            if isinstance(exc, (RecursionError, TooDeep))
             else f"the decision cannot be encoded as JSON ({type(exc).__name__})"
         )
         line = strict_json(_without_decision(entry, why))

@@ -7,6 +7,16 @@ state.json is the slow part (a temp file, fsync, rename), so it goes through a
 state.json once for all its runs of the last 50 ms. ``flush`` writes everything submitted
 before it; the thread ends when the last bus releases it.
 
+Hook directories another process holds locked are written last, all at once (each waits
+at most LOCK_WAIT_SECONDS for its lock, together rather than one after another): the other
+hooks' state.json never waits behind them, and a bus's close, which waits for this writer
+for at most RECORDER_FLUSH_SECONDS, is not held past that by a dozen held locks.
+
+What waits for state.json is bounded in bytes as well as in items (the BackgroundWriter's
+``max_bytes``), and holds only what state.json shows: the record without its decision and
+note, which the log line has already taken (a rewritten input or a reason can be a megabyte,
+and a stuck disk must not keep thousands of them).
+
 A record the log cannot take (a refused path, a full disk) never reaches ``emit``: it is
 counted in ``lost_records`` and reported once per failure, with the count so far, and once
 when the log recovers, with how many were lost meanwhile. A state.json that cannot be
@@ -15,7 +25,11 @@ written is reported the same way, per file, but loses no record: the log has it.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import sys
+import threading
 from pathlib import Path
 from typing import Callable, Mapping, Union
 
@@ -23,7 +37,7 @@ import attrs
 
 from hookbus.home import Home
 from hookbus.records import RunRecord
-from hookbus.recording import BackgroundWriter
+from hookbus.recording import BackgroundWriter, approximate_bytes
 from hookbus.reporting import ReportOnce
 
 from hookbus_recorder.logfile import LogAppender
@@ -37,11 +51,37 @@ class LoadErrors:
     errors: Mapping[str, str | None]
 
 
+#: Hook directories held locked elsewhere that one batch waits on at once, at most (threads).
+MAX_LOCK_WAITERS = 16
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
 #: A busy hook's state.json is rewritten at most about this often: the runs of a batch,
 #: gathered over this long, are written with one rewrite per hook.
 STATE_DELAY_SECONDS = 0.05
 
 _StateUpdate = tuple[Home, Union[RunRecord, LoadErrors]]
+
+#: What a queued state update costs beyond its strings: its tuple, the slimmed RunRecord and
+#: its float, the deque's slot. (The Home is the bus's own, shared by all its updates.)
+UPDATE_OVERHEAD_BYTES = 400
+
+
+def _for_state(record: RunRecord) -> RunRecord:
+    """``record`` with only what state.json shows (``state_run``, ``last_status``,
+    ``last_error``): no decision, no note. The log has those."""
+    if record.decision is None and record.note is None:
+        return record
+    return attrs.evolve(record, decision=None, note=None)
+
+
+def _weigh(update: _StateUpdate) -> int:
+    """What a queued state update holds, in bytes: a record's strings (its error may be
+    long) read off in constant time, or a load-errors mapping walked."""
+    _, item = update
+    if isinstance(item, RunRecord):
+        strings = (item.at, item.hook_id, item.event, item.mode, item.status, item.error, item.thread_id)
+        return UPDATE_OVERHEAD_BYTES + sum(sys.getsizeof(text) for text in strings if text is not None)
+    return UPDATE_OVERHEAD_BYTES + approximate_bytes(item.errors)
 
 
 class RecordWriter:
@@ -56,6 +96,7 @@ class RecordWriter:
             batch_delay=STATE_DELAY_SECONDS,
             max_batch=None,
             on_stop=self._appender.close,
+            weigh=_weigh,
         )
 
     def lost_in(self, home: Home) -> int:
@@ -90,6 +131,7 @@ class RecordWriter:
             else:
                 if self._report.any_failing:  # the common case builds no message key
                     self._report.succeeded(_log_key(home))
+            record = _for_state(record)
         # A state update the queue cannot take is reported by the BackgroundWriter; the
         # record itself is in the log, so it is not counted as lost.
         self._states.submit((home, record))
@@ -108,8 +150,32 @@ class RecordWriter:
         self._append_runs(runs)
 
     def _append_runs(self, runs: Mapping[Path, list[RunRecord]]) -> None:
+        held: list[tuple[Path, list[RunRecord]]] = []
         for hook_dir, hook_runs in runs.items():
-            self._guard(f"writing {hook_dir / 'state.json'}", lambda: append_runs(hook_dir, hook_runs))
+            if _locked_elsewhere(hook_dir):
+                held.append((hook_dir, hook_runs))  # after the free ones, which must not wait
+            else:
+                self._append(hook_dir, hook_runs)
+        # Waited on together, so that n held locks cost one wait (LOCK_WAIT_SECONDS), not n:
+        # the bus's close waits for this writer for a bounded time only.
+        for start in range(0, len(held), MAX_LOCK_WAITERS):
+            group = held[start : start + MAX_LOCK_WAITERS]
+            if len(group) == 1:
+                self._append(*group[0])
+                continue
+            waiters = [threading.Thread(target=self._append, args=entry, name="hookbus-recorder-lock", daemon=True) for entry in group]
+            started = []
+            for waiter, entry in zip(waiters, group):
+                try:
+                    waiter.start()
+                    started.append(waiter)
+                except RuntimeError:  # no thread to be had: wait for it here
+                    self._append(*entry)
+            for waiter in started:
+                waiter.join()
+
+    def _append(self, hook_dir: Path, hook_runs: list[RunRecord]) -> None:
+        self._guard(f"writing {hook_dir / 'state.json'}", lambda: append_runs(hook_dir, hook_runs))
 
     def _set_load_errors(self, home: Home, update: LoadErrors) -> None:
         hooks_root = str(home.hooks_dir)
@@ -128,6 +194,23 @@ class RecordWriter:
             self._report.failed(what, f"hookbus recorder: {what} failed: {exc}")
         else:
             self._report.succeeded(what)
+
+
+def _locked_elsewhere(hook_dir: Path) -> bool:
+    """Whether another open file description holds the hook directory's flock now: a probe
+    that takes the lock and lets it go at once (or finds it taken), never waiting. Anything
+    odd (gone, a link) is not "locked": append_runs says what it is."""
+    try:
+        fd = os.open(hook_dir, _DIR_FLAGS)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(fd)  # closing it lets go of the lock it may have taken
+    return False
 
 
 def _log_key(home: Home) -> str:

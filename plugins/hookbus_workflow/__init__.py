@@ -21,7 +21,7 @@ workflow fails open: a deny its later step would give is lost.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -42,10 +42,6 @@ PREVIOUS_OUTPUT = "HOOKBUS_PREVIOUS_OUTPUT"
 #: far enough under the kernel's 131,072 for ``NAME=value`` and its NUL.
 MAX_PREVIOUS_OUTPUT_BYTES = 100_000
 
-#: The kernel's limit on all of exec's strings is a quarter of RLIMIT_STACK, kept between
-#: these two (fs/exec.c: ARG_MAX, and _STK_LIM / 4 * 3).
-_ARG_MAX_FLOOR = 128 * 1024
-_ARG_MAX_CEILING = 6 * 1024 * 1024
 #: Left over for what the step's own commands add when bash runs them (``_``, ``SHLVL``, ``PWD``
 #: and their argv), so that the variable does not use up the room they need.
 _EXEC_HEADROOM = 16 * 1024
@@ -117,10 +113,10 @@ class WorkflowRunner:
         self, call: HookCall, step: Step, previous: str | None, deadline: float
     ) -> tuple[str, str | None, Failure]:
         """The step's output, or why it failed and how (its failure kind)."""
-        from hookbus.process import BASH, run_bash  # loaded on the first bash step
+        from hookbus.process import BASH, exec_room, run_bash  # loaded on the first bash step
 
         base = call.environment()
-        room = _exec_room(base, [BASH, "-c", step.text]) - len(PREVIOUS_OUTPUT) - 2 - _EXEC_HEADROOM
+        room = exec_room(base, [BASH, "-c", step.text]) - len(PREVIOUS_OUTPUT) - 2 - _EXEC_HEADROOM
         cut = cut_utf8(previous or "", min(MAX_PREVIOUS_OUTPUT_BYTES, room))
         result = run_bash(
             step.text,
@@ -169,26 +165,6 @@ def cut_utf8(text: str, limit: int) -> str:
     while end > 0 and encoded[end] & 0xC0 == 0x80:  # a continuation byte: back to the start
         end -= 1
     return encoded[:end].decode("utf-8", "surrogatepass")
-
-
-def _exec_room(env: Mapping[str, str], argv: Sequence[str]) -> int:
-    """Bytes exec has left for one more environment string, given ``env`` and ``argv``."""
-    import resource
-
-    soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
-    limit = _ARG_MAX_CEILING if soft == resource.RLIM_INFINITY else soft // 4
-    limit = max(_ARG_MAX_FLOOR, min(_ARG_MAX_CEILING, limit))
-    used = len(_encoded(argv[0])) + 1  # exec copies the file name too
-    used += sum(len(_encoded(arg)) + 1 for arg in argv)
-    used += sum(len(_encoded(name)) + len(_encoded(value)) + 2 for name, value in env.items())
-    used += 8 * (len(argv) + len(env) + 1)  # a pointer per string, the new one included
-    return limit - used
-
-
-def _encoded(text: str) -> bytes:
-    # surrogatepass: 3 bytes for a surrogate, never fewer than exec will get (os.fsencode
-    # makes one byte of an undecodable \udcXX).
-    return text.encode("utf-8", "surrogatepass")
 
 
 @hookimpl

@@ -30,7 +30,7 @@ import pytest
 from attackkit import FIGURES, FOREIGN_UID, attack, needs_root, scale
 from conftest import read_log
 from hookbus.client import Client, UntrustedPeer
-from hookbus.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE
+from hookbus.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE, SERVER_BUSY
 from servekit import Raw, Served, full_accept_queue, hookbus, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -317,7 +317,7 @@ def test_connection_churn_leaks_no_descriptor(home: Path) -> None:
             wait_for(lambda: fd_count(served.process.pid) <= before, message="descriptors to be released")
 
 
-def test_a_server_out_of_descriptors_recovers(home: Path) -> None:
+def test_more_clients_than_the_server_has_descriptors_are_shed_and_it_recovers(home: Path) -> None:
     with attack(7, "more clients than the server has descriptors"):
         limit = (
             "-c",
@@ -332,8 +332,16 @@ def test_a_server_out_of_descriptors_recovers(home: Path) -> None:
                     sock = socket.socket(socket.AF_UNIX)
                     sock.connect(path)  # queued by the kernel even when not accepted
                     hogs.append(sock)
-                wait_for(lambda: "cannot accept a connection" in served.stderr, message="the server to run out")
-                assert served.stderr.count("cannot accept a connection") == 1  # reported once, not per try
+                # Past its connection limit (half its descriptors, a reserve aside, so that
+                # hooks can still start), each new one is told so and closed, never left
+                # to the EMFILE of a good client's hook.
+                last = hogs[-1]
+                last.settimeout(30)
+                answer = json.loads(last.makefile("rb").readline())
+                assert answer["error"]["code"] == SERVER_BUSY and "connections" in answer["error"]["message"]
+                wait_for(lambda: "shedding load" in served.stderr, message="the shedding to be reported")
+                assert served.stderr.count("shedding load") == 1  # reported once, not per client
+                assert "cannot accept a connection" not in served.stderr
             finally:
                 for sock in hogs:
                     sock.close()

@@ -31,11 +31,19 @@ logged once on the ``hookbus.otel`` logger (and once more when it recovers); spa
 collector refuses or never gets, and spans a full export queue turns away, are counted and
 reported once: ``lost_records(home)`` says how many, and ``bus.lost_records`` and the bus's
 closing total include them. ``close()`` of the bus force-flushes the provider the spans went
-to, so that none are left behind when the daemon exits.
+to, so that none are left behind when the daemon exits, but for FLUSH_SECONDS (1 s) at
+most: a collector that is down or never answers holds neither ``close()`` nor the process's
+exit (``hookbus emit`` exits that much late at worst, not the exporter's 7.5 s of retries). With hookbus-otel's own provider, the spans the collector
+had not taken by then when the last bus closes (or at exit) are counted as lost.
+
+Texts that could be long (the error, as the status description; the note and the thread id)
+are cut at MAX_TEXT_CHARS, and the spans waiting for the collector are bounded in bytes
+(``hookbus_otel.export.MAX_SPAN_BYTES``), not only in number.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -45,7 +53,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import hookbus.recorders
 from hookbus import hookimpl
+from hookbus.decision import cap_text
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord
 from hookbus.redaction import RedactingFilter
 from hookbus.reporting import ReportOnce
@@ -61,10 +71,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ENDPOINT_VARIABLES",
-    "FLUSH_TIMEOUT_MILLIS",
+    "FLUSH_SECONDS",
+    "MAX_TEXT_CHARS",
     "TRACER_NAME",
     "__version__",
+    "call_within",
     "error_type",
+    "flush_seconds",
     "hookbus_record",
     "hookbus_shutdown",
     "hookbus_startup",
@@ -77,8 +90,17 @@ __all__ = [
 
 #: The instrumentation scope of the spans.
 TRACER_NAME = "hookbus"
-#: How long closing a bus waits for the provider to export its spans.
-FLUSH_TIMEOUT_MILLIS = 30_000
+#: How long closing a bus (or the process's exit) gives the provider to export the spans it
+#: holds, in seconds; then hookbus-otel's own exporter is stopped and what it had not sent is
+#: counted as lost. Never more than FLUSH_SHARE of hookbus's own bound on a plugin's
+#: shutdown (``hookbus.recorders.RECORDER_FLUSH_SECONDS``), so that the rest is left for
+#: stopping and counting before the bus stops waiting for this plugin.
+FLUSH_SECONDS = 1.0
+FLUSH_SHARE = 0.6
+#: A span's texts that could be long (the error as its status description, the note, the
+#: thread id) are cut here, with a marker: the log has them whole, and a span queue of them
+#: must stay small.
+MAX_TEXT_CHARS = 4096
 
 #: Either one says where the collector is; with neither, hookbus-otel builds no exporter.
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -107,8 +129,49 @@ _EMITTING = "hookbus-otel: emitting spans"
 #: Spans the tracer failed to make, by the home whose bus recorded them.
 _not_emitted: Counter[Path] = Counter()
 #: The OTLP provider built from the environment, once it was asked for (None inside: the
-#: environment says to send spans nowhere).
+#: environment says to send spans nowhere). Rebuilt, with the same ledger, for a bus that
+#: records after the last one closed it.
 _own: list[OwnProvider | None] = []
+#: Buses started and not shut down yet, in this process: the last one's shutdown closes our
+#: own provider when its spans do not get out in time.
+_open_buses = 0
+#: Set by the exit handler: no provider is built any more.
+_exiting = False
+
+
+def flush_seconds() -> float:
+    """How long closing a bus waits for spans to be exported: FLUSH_SECONDS, or less when
+    hookbus's RECORDER_FLUSH_SECONDS leaves less (both read now: an embedder may have
+    changed them)."""
+    return max(0.0, min(FLUSH_SECONDS, FLUSH_SHARE * float(hookbus.recorders.RECORDER_FLUSH_SECONDS)))
+
+
+def call_within(function: Callable[[], Any], deadline: float, name: str) -> tuple[bool, Any]:
+    """``function()`` on a daemon thread of its own, waited for until ``deadline``
+    (``time.monotonic()``): ``(True, its result)`` when it returned in time (what it raised
+    is raised here), ``(False, None)`` when it had not: it goes on in the background, and
+    dies with the process. The SDK's flush and shutdown take no deadline they keep."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, function()))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had: the process is out of them, or exiting
+        run()
+    else:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if not outcome:
+        return False, None
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return True, value
 
 
 def set_tracer_provider_for_hookbus(provider: trace.TracerProvider | None) -> None:
@@ -145,8 +208,9 @@ def error_type(error: str) -> str:
 
 def span_attributes(record: RunRecord) -> dict[str, str | bool | float]:
     """The span's attributes; the decision's behavior, note, thread id and error type only
-    when the record has them. The decision's reason, rewritten input and context are not
-    sent: they can carry tool input and prompt text.
+    when the record has them (the note and the thread id cut at MAX_TEXT_CHARS). The
+    decision's reason, rewritten input and context are not sent: they can carry tool input
+    and prompt text.
 
     Named as OpenTelemetry's naming rules ask (lowercase, namespaced under ``hookbus.``);
     ``error.type`` is the general conventions' own. The OS thread is semconv's
@@ -164,9 +228,9 @@ def span_attributes(record: RunRecord) -> dict[str, str | bool | float]:
     if isinstance(behavior, str):
         attributes["hookbus.decision.behavior"] = behavior
     if record.note:
-        attributes["hookbus.decision.note"] = record.note
+        attributes["hookbus.decision.note"] = cap_text(record.note, MAX_TEXT_CHARS)
     if record.thread_id:
-        attributes["hookbus.thread.id"] = record.thread_id
+        attributes["hookbus.thread.id"] = cap_text(record.thread_id, MAX_TEXT_CHARS)
     if record.error:
         attributes["error.type"] = error_type(record.error)
     return attributes
@@ -191,10 +255,23 @@ def span_times(record: RunRecord) -> tuple[int, int]:
 def _own_provider() -> OwnProvider | None:
     """hookbus-otel's OTLP provider, built from the environment on first use; None when the
     environment sends spans nowhere. Built once per process (the variables are read then),
-    and a failure to build it is final too: it would fail the same way on every fire."""
-    if _own:
+    and a failure to build it is final too: it would fail the same way on every fire. Only
+    a provider closed by the last bus's shutdown is built again, for a bus that came after."""
+    if _own and (_own[0] is None or not _own[0].stopped):
         return _own[0]
     with _lock:
+        closed = _own[0] if _own else None
+        if closed is not None and closed.stopped:
+            if _exiting:
+                return None
+            from hookbus_otel.export import build_own_provider
+
+            _own.clear()
+            try:
+                _own.append(build_own_provider(closed.ledger))
+            except Exception:  # it was built once: the same variables build it again
+                _own.append(None)
+                logger.exception("hookbus-otel could not set its OTLP exporter up again")
         if not _own:
             own: OwnProvider | None = None
             try:
@@ -210,7 +287,22 @@ def _own_provider() -> OwnProvider | None:
                     exc,
                 )
             _own.append(own)
+            if own is not None:
+                atexit.register(_close_own_at_exit)
     return _own[0]
+
+
+def _close_own_at_exit() -> None:
+    """At exit, what our own provider still holds gets ``flush_seconds()`` to reach the
+    collector, then is counted as lost: the SDK's own exit handler, which this
+    provider does not have, would wait out every retry (7.5 s against a collector that is
+    down)."""
+    global _exiting
+    with _lock:
+        _exiting = True
+        own = _own[0] if _own else None
+    if own is not None and not own.stopped:
+        own.close(time.monotonic() + flush_seconds(), f"within {flush_seconds():g} s as the process exited")
 
 
 def _no_provider_to_defer_to() -> bool:
@@ -243,6 +335,9 @@ def hookbus_startup(bus: HookBus) -> None:
     hookbus-otel's own provider up now: importing the exporter takes about 0.1 s, which the
     first fire would otherwise pay inside its emit. (Whether ``otel`` records is not known
     yet; an endpoint variable is the operator's word that this process exports.)"""
+    global _open_buses
+    with _lock:
+        _open_buses += 1
     if _no_provider_to_defer_to() and any(os.environ.get(name, "").strip() for name in ENDPOINT_VARIABLES):
         _own_provider()
 
@@ -266,7 +361,7 @@ def hookbus_record(bus: HookBus, record: RunRecord) -> None:
         )
         try:
             if record.error:
-                span.set_status(trace.Status(trace.StatusCode.ERROR, record.error))
+                span.set_status(trace.Status(trace.StatusCode.ERROR, cap_text(record.error, MAX_TEXT_CHARS)))
             else:
                 span.set_status(trace.Status(trace.StatusCode.OK))
         finally:
@@ -317,24 +412,55 @@ def lost_records(home: Home | None = None) -> int:
 
 @hookimpl
 def hookbus_shutdown(bus: HookBus) -> None:
-    """Flush the providers that got spans, so that none are lost when the daemon exits.
+    """Flush the providers that got spans, so that none are lost when the daemon exits,
+    within ``flush_seconds()`` in all (FLUSH_SECONDS): a collector
+    that is down or never answers must not hold the bus's close, nor ``hookbus emit``'s exit.
 
     A provider without ``force_flush`` (the API's no-op and proxy providers) is skipped.
-    With hookbus-otel's own provider and a collector that is down, this takes up to
-    ``OTEL_EXPORTER_OTLP_TIMEOUT`` per batch left (10 s by default).
+    hookbus-otel's own provider, when this is the last bus of the process and its spans did
+    not get out in time, is closed: its exporter stops retrying, and what it still held is
+    counted as lost and reported. With other buses still open it goes on exporting in the
+    background. A daemon's provider that is not done in time is left to finish, and said.
     """
+    global _open_buses
+    budget = flush_seconds()
+    deadline = time.monotonic() + budget
     with _lock:
+        _open_buses = max(0, _open_buses - 1)
+        last = not _open_buses
         providers = list(_unflushed)
         _unflushed.clear()
+    own = _own[0] if _own else None
     for provider in providers:
+        if own is not None and provider is own.provider:
+            continue
         flush: Callable[..., Any] | None = getattr(provider, "force_flush", None)
         if flush is None:
             continue
         try:
-            if flush(timeout_millis=FLUSH_TIMEOUT_MILLIS) is False:
+            # The SDK ignores the timeout it is given (it exports on this thread, retries
+            # and all): the bound is kept by not waiting longer.
+            done, flushed = call_within(
+                lambda: flush(timeout_millis=int(budget * 1000)), deadline, "hookbus-otel-flush"
+            )
+            if not done or flushed is False:
                 logger.warning(
-                    "hookbus-otel: the tracer provider did not flush its spans within %s ms",
-                    FLUSH_TIMEOUT_MILLIS,
+                    "hookbus-otel: the tracer provider did not flush its spans within %g s; "
+                    "they go on being exported in the background, and are lost if the process "
+                    "exits first",
+                    budget,
                 )
         except Exception as exc:
             logger.error("hookbus-otel: flushing the tracer provider raised %s: %s", type(exc).__name__, exc)
+    if own is None or own.stopped or own.provider not in providers:
+        return
+    if last:
+        own.close(deadline, f"within {budget:g} s as the last bus closed")
+    elif not own.flush(deadline):
+        logger.warning(
+            "hookbus-otel: %d spans still wait for the collector at %s after %g s; they go on "
+            "being exported in the background, and are counted as lost if the process exits first",
+            own.ledger.in_flight,
+            own.endpoint,
+            budget,
+        )

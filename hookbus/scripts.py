@@ -1,0 +1,619 @@
+"""The scripts a hook runs from its own directory, checked before a fire finds them broken.
+
+A guard whose ``check.sh`` is missing, not executable, or a link out of its directory loads
+fine and then fails at every fire: open, letting through what it guards. ``hookbus
+validate`` asks ``script_findings`` about each loaded hook. What it checks is what a hook's
+command (or a workflow's bash step) names inside the hook's directory:
+
+- ``$HOOKBUS_HOOK_DIR/...`` and ``${HOOKBUS_HOOK_DIR}/...``, quoted or not; for a
+  ``claude-code`` hook ``$CLAUDE_PLUGIN_ROOT/...`` too, unless its ``env`` sets that;
+- an absolute path into the hook's directory;
+- a relative path, when the hook runs in its directory (its ``cwd`` says so); with no
+  ``cwd`` a hook runs in the envelope's, and a relative path that names a file beside
+  hook.json is reported as the mistake it is.
+
+Such a script must exist, be a regular file, stay in the hook's directory (no ``..``, no
+link out: hookbus checks only what is there), be executable when it is run as a command
+(the first word of a simple command, also after ``exec``, ``nohup``, ``env`` and the
+like) and readable when an interpreter runs it (``bash x.sh``, ``python3 x.py``,
+``source x.sh``), and be trusted as every hook file is (yours or root's, not writable by
+group or others).
+
+The command is split into words as bash would, conservatively: whatever this parser does
+not understand (a here-document, ``case``, arithmetic) ends what is checked, and a word
+whose value depends on the run (``$(...)``, another variable, a glob) is not checked.
+Standard library only, and nothing is run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import attrs
+
+from hookbus.errors import did_you_mean
+from hookbus.permissions import check_permissions
+from hookbus.runners import expand_variables
+
+if TYPE_CHECKING:
+    from hookbus.spec import Hook
+
+#: The variable every hook's process gets for its directory.
+HOOK_DIR_VARIABLE = "HOOKBUS_HOOK_DIR"
+#: The same, as a ``claude-code`` hook's scripts spell it.
+PLUGIN_ROOT_VARIABLE = "CLAUDE_PLUGIN_ROOT"
+
+# -- splitting a command into words ------------------------------------------------------
+
+
+@attrs.frozen
+class Word:
+    """One word of a command: its pieces of literal text and variables, as bash would
+    expand it, and how it is shown (as written, without its quotes)."""
+
+    #: ("text", TEXT) or ("var", NAME), in order.
+    parts: tuple[tuple[str, str], ...]
+    shown: str
+    #: Its value depends on the run: a command substitution, a glob, a special parameter.
+    dynamic: bool = False
+
+    def literal(self) -> str | None:
+        """The word's value when it is plain text, else None."""
+        if self.dynamic or any(kind == "var" for kind, _ in self.parts):
+            return None
+        return "".join(text for _, text in self.parts)
+
+
+#: A separator between simple commands, or a redirection ("<", ">", ">>", ...).
+@attrs.frozen
+class Operator:
+    text: str
+
+
+Token = Word | Operator
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SEPARATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
+_REDIRECTIONS = ("<<<", "&>>", "<<-", "<<", ">>", "<>", ">|", ">&", "<&", "&>", "<", ">")
+_OPERATORS = sorted(_SEPARATORS + _REDIRECTIONS, key=len, reverse=True)
+_GLOB = frozenset("*?[")
+
+
+class _Unparsed(Exception):
+    """Something this parser does not follow: nothing from there on is checked."""
+
+
+class _Lexer:
+    """bash's word splitting, for what hooks' commands commonly hold."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.at = 0
+        self.tokens: list[Token] = []
+        self.parts: list[tuple[str, str]] = []
+        self.shown: list[str] = []
+        self.dynamic = False
+        self.braced = False  # an unquoted { or }: brace expansion, unless the word is just that
+        self.started = False  # a word is being read (even an empty one: "")
+
+    def run(self) -> list[Token]:
+        """The tokens up to the end, or up to what cannot be followed."""
+        try:
+            self._lex()
+        except _Unparsed:
+            self._end_word()
+            self.tokens.append(Operator("?"))  # stops the commands there
+        return self.tokens
+
+    # -- building the current word --
+
+    def _text(self, text: str, shown: str | None = None) -> None:
+        self.started = True
+        if self.parts and self.parts[-1][0] == "text":
+            self.parts[-1] = ("text", self.parts[-1][1] + text)
+        else:
+            self.parts.append(("text", text))
+        self.shown.append(text if shown is None else shown)
+
+    def _end_word(self) -> None:
+        if self.started:
+            shown = "".join(self.shown)
+            dynamic = self.dynamic or (self.braced and shown not in ("{", "}"))
+            self.tokens.append(Word(tuple(self.parts), shown, dynamic))
+        self.parts, self.shown, self.dynamic, self.braced, self.started = [], [], False, False, False
+
+    # -- reading --
+
+    def _lex(self) -> None:
+        text = self.text
+        while self.at < len(text):
+            char = text[self.at]
+            if char in " \t":
+                self._end_word()
+                self.at += 1
+            elif char == "#" and not self.started:
+                end = text.find("\n", self.at)
+                self.at = len(text) if end < 0 else end
+            elif char == "\\":
+                if text.startswith("\\\n", self.at):
+                    self.at += 2
+                    continue
+                if self.at + 1 >= len(text):
+                    raise _Unparsed
+                self._text(text[self.at + 1], text[self.at : self.at + 2])
+                self.at += 2
+            elif char == "'":
+                end = text.find("'", self.at + 1)
+                if end < 0:
+                    raise _Unparsed
+                self._text(text[self.at + 1 : end])
+                self.at = end + 1
+            elif char == '"':
+                self._double_quoted()
+            elif char == "$":
+                self._dollar(quoted=False)
+            elif char == "`":
+                self._skip_backticks()
+            elif char in "<>" and text.startswith("(", self.at + 1):
+                self.at += 1  # process substitution: a dynamic word
+                self._skip_balanced()
+                self.dynamic = self.started = True
+            elif self._operator():
+                pass
+            else:
+                if char in _GLOB or (char == "~" and not self.started):
+                    self.dynamic = True
+                self.braced = self.braced or char in "{}"
+                self._text(char)
+                self.at += 1
+        self._end_word()
+
+    def _operator(self) -> bool:
+        for operator in _OPERATORS:
+            if self.text.startswith(operator, self.at):
+                break
+        else:
+            return False
+        if operator in _REDIRECTIONS and operator[0] in "<>" and self._is_descriptor_number():
+            self.parts, self.shown, self.started = [], [], False  # 2>file: the 2 is no word
+        self._end_word()
+        if operator in ("<<", "<<-") or self.text.startswith("((", self.at):
+            raise _Unparsed  # a here-document's lines are no commands; (( is arithmetic
+        self.tokens.append(Operator(operator))
+        self.at += len(operator)
+        return True
+
+    def _is_descriptor_number(self) -> bool:
+        """Whether the word just before a redirection is its descriptor (the 2 of 2>)."""
+        if not self.started or self.dynamic or len(self.parts) != 1 or self.parts[0][0] != "text":
+            return False
+        value = self.parts[0][1]
+        return value.isdigit() and "".join(self.shown) == value
+
+    def _double_quoted(self) -> None:
+        text = self.text
+        self.at += 1
+        self.started = True
+        while True:
+            if self.at >= len(text):
+                raise _Unparsed
+            char = text[self.at]
+            if char == '"':
+                self.at += 1
+                return
+            if char == "\\" and self.at + 1 < len(text) and text[self.at + 1] in '$`"\\\n':
+                if text[self.at + 1] != "\n":
+                    self._text(text[self.at + 1], text[self.at : self.at + 2])
+                self.at += 2
+            elif char == "$":
+                self._dollar(quoted=True)
+            elif char == "`":
+                self._skip_backticks()
+            else:
+                self._text(char)
+                self.at += 1
+
+    def _dollar(self, quoted: bool) -> None:
+        text = self.text
+        following = text[self.at + 1 : self.at + 2]
+        if following == "(":
+            self.at += 1
+            self._skip_balanced()
+            self.dynamic = self.started = True
+        elif following == "{":
+            end = text.find("}", self.at + 2)
+            if end < 0:
+                raise _Unparsed
+            inner = text[self.at + 2 : end]
+            if _NAME.fullmatch(inner):
+                self._variable(inner, text[self.at : end + 1])
+            else:
+                self.dynamic = self.started = True  # ${X:-y}, ${#X}, ${X/a/b}: not knowable
+            self.at = end + 1
+        elif following == "'" and not quoted:
+            end = text.find("'", self.at + 2)
+            if end < 0:
+                raise _Unparsed
+            self.dynamic = self.started = True  # $'...': escapes this parser does not decode
+            self.at = end + 1
+        else:
+            found = _NAME.match(text, self.at + 1)
+            if found is not None:
+                self._variable(found.group(), f"${found.group()}")
+                self.at = found.end()
+            elif following and following in "0123456789@*#?$!-":
+                self.dynamic = self.started = True
+                self.at += 2
+            else:
+                self._text("$")
+                self.at += 1
+
+    def _variable(self, name: str, shown: str) -> None:
+        self.started = True
+        self.parts.append(("var", name))
+        self.shown.append(shown)
+
+    def _skip_backticks(self) -> None:
+        end = self.text.find("`", self.at + 1)
+        if end < 0:
+            raise _Unparsed
+        self.dynamic = self.started = True
+        self.at = end + 1
+
+    def _skip_balanced(self) -> None:
+        """From a "(" past its matching ")", quotes respected."""
+        depth = 0
+        text = self.text
+        while self.at < len(text):
+            char = text[self.at]
+            if char == "\\":
+                self.at += 2
+                continue
+            if char in "'\"":
+                end = text.find(char, self.at + 1)
+                if end < 0:
+                    raise _Unparsed
+                self.at = end + 1
+                continue
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    self.at += 1
+                    return
+            self.at += 1
+        raise _Unparsed
+
+
+def split_words(command: str) -> list[Token]:
+    """``command`` as bash's words and operators, up to what this parser cannot follow
+    (an ``Operator("?")`` marks that)."""
+    return _Lexer(command).run()
+
+
+# -- finding what runs --------------------------------------------------------------------
+
+#: Reserved words after which the next word is a command again.
+_RESERVED = frozenset(("if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "coproc"))
+#: Commands after which a relative path is no longer relative to where the hook started.
+_CHANGES_DIRECTORY = frozenset(("cd", "pushd", "popd"))
+#: Commands that run the command after their options: the options that take a value, and
+#: how many operands come before the command (timeout's duration).
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "exec": (frozenset(("-a",)), 0),
+    "command": (frozenset(), 0),
+    "nohup": (frozenset(), 0),
+    "setsid": (frozenset(), 0),
+    "env": (frozenset(("-u", "-C", "-S", "--unset", "--chdir")), 0),
+    "nice": (frozenset(("-n", "--adjustment")), 0),
+    "timeout": (frozenset(("-s", "-k", "--signal", "--kill-after")), 1),
+    "stdbuf": (frozenset(("-i", "-o", "-e")), 0),
+}
+#: Interpreters that read a script named as their first operand, and their options that
+#: take a value. After one of ``_INLINE``, the program is on the command line: no file.
+_INTERPRETERS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("bash", "sh", "dash", "zsh", "ksh", "mksh"), frozenset(("-o", "+o", "-O", "+O"))),
+    **dict.fromkeys(("python", "python2", "python3", "pypy", "pypy3"), frozenset(("-W", "-X", "-Q"))),
+    **dict.fromkeys(("node", "nodejs", "bun"), frozenset(("--require", "--import", "--loader"))),
+    **dict.fromkeys(("perl", "ruby", "php"), frozenset()),
+}
+_INLINE = frozenset(("-c", "-e", "-E", "-m", "-p", "-r", "--eval", "--print"))
+#: Builtins that read the script they name (one without a slash is looked up on PATH).
+_SOURCE = frozenset(("source", "."))
+
+
+@attrs.frozen
+class Use:
+    """A word that names a file the command runs: as a command (``how`` is None) or as
+    the script of an interpreter or ``source`` (``how`` names it)."""
+
+    word: Word
+    how: str | None = None
+    #: A ``cd`` ran before it: a relative path is not where the hook started.
+    moved: bool = False
+
+
+def _interpreter(name: str) -> str | None:
+    base = name.rsplit("/", 1)[-1]
+    if base in _INTERPRETERS:
+        return base
+    if re.fullmatch(r"python\d(\.\d+)?", base):
+        return "python3"
+    return None
+
+
+def script_uses(command: str) -> list[Use]:
+    """Every word of ``command`` that names a file it runs, in order."""
+    uses: list[Use] = []
+    simple: list[Word] = []
+    redirected = False
+    in_case = False
+    for token in [*split_words(command), Operator("\n")]:
+        if in_case:
+            # A case's patterns end in ")", which reads as an operator here: its commands
+            # are not followed; checking resumes after esac.
+            in_case = not (isinstance(token, Word) and token.literal() == "esac")
+            continue
+        if isinstance(token, Word):
+            if redirected:
+                redirected = False  # a redirection's target: no command, no argument
+            else:
+                simple.append(token)
+            continue
+        if token.text in _REDIRECTIONS:
+            redirected = True
+            continue
+        in_case = _uses_of(simple, uses)
+        simple = []
+        if token.text == "?":
+            break
+    return uses
+
+
+def _uses_of(words: Sequence[Word], uses: list[Use]) -> bool:
+    """Add the uses of one simple command's ``words``; True when a case statement begins."""
+    moved = bool(uses) and uses[-1].moved
+    index = 0
+    while index < len(words):
+        word = words[index]
+        value = word.literal()
+        if value == "case":
+            return True
+        if value in ("[[", "for", "select"):
+            return False  # a test, or "for NAME in WORDS": nothing runs until the separator
+        if value == "function":
+            index += 2  # function NAME { ...: its body runs commands
+            continue
+        if value in _RESERVED or _is_assignment(word.shown):
+            index += 1
+            continue
+        if value in _WRAPPERS:
+            valued, skipped = _WRAPPERS[value]
+            index = _after_options(words, index + 1, valued, value)
+            if index < 0:
+                return False
+            index += skipped
+            continue
+        moved = moved or value in _CHANGES_DIRECTORY
+        uses.append(Use(word, moved=moved))
+        name = value.rsplit("/", 1)[-1] if value else None
+        if name in _SOURCE:
+            if index + 1 < len(words):
+                uses.append(Use(words[index + 1], name, moved))
+            return False
+        interpreter = _interpreter(value) if value else None
+        if interpreter is not None:
+            operand = _after_options(words, index + 1, _INTERPRETERS[interpreter], interpreter)
+            if 0 <= operand < len(words):
+                uses.append(Use(words[operand], name, moved))
+        return False
+    return False
+
+
+def _after_options(words: Sequence[Word], index: int, valued: frozenset[str], command: str) -> int:
+    """The index of the first operand from ``index`` on, past options (and the values of
+    ``valued`` ones) and ``env``'s assignments; -1 when there is no file to run
+    (``command -v``, ``bash -c``)."""
+    while index < len(words):
+        value = words[index].literal()
+        if value is None:
+            return index
+        if value == "--":
+            return index + 1
+        if (command in _INTERPRETERS and value in _INLINE) or (command == "command" and value in ("-v", "-V")):
+            return -1
+        if command == "env" and _is_assignment(value):
+            index += 1
+        elif value.startswith(("-", "+")) and len(value) > 1:
+            index += 2 if value in valued else 1
+        else:
+            return index
+    return -1
+
+
+def _is_assignment(text: str) -> bool:
+    """``NAME=...`` or ``NAME+=...``: a variable set for the command, not a word of it."""
+    found = _NAME.match(text)
+    return found is not None and text[found.end() :].startswith(("=", "+="))
+
+
+# -- checking what a hook runs ------------------------------------------------------------
+
+
+def script_findings(hook: Hook, home_root: Path, strict_modes: bool = True) -> list[str]:
+    """One message per script of ``hook`` that a fire would find broken, each starting
+    with the hook's spec file (relative to ``home_root``)."""
+    checker = _HookScripts(hook, home_root, strict_modes)
+    for label, command in _commands(hook):
+        checker.check(label, command)
+    return checker.findings
+
+
+def _commands(hook: Hook) -> Iterator[tuple[str, str]]:
+    """(how a message names it, the bash text) of each command the hook runs."""
+    spec = hook.spec
+    if spec.action_key == "command" and isinstance(hook.options, str):
+        yield "the command", hook.options
+        return
+    if spec.action_key not in ("workflow", "workflow_id") or hook.runner_plugin != "workflow":
+        return
+    steps = getattr(hook.options, "steps", ())
+    owner = f"workflow {spec.action!r}, " if spec.action_key == "workflow_id" else ""
+    for index, step in enumerate(steps):
+        if getattr(step, "kind", None) == "bash" and isinstance(getattr(step, "text", None), str):
+            named = f" ({step.name})" if getattr(step, "name", "") else ""
+            yield f"{owner}step {index + 1} of {len(steps)}{named}", step.text
+
+
+class _HookScripts:
+    def __init__(self, hook: Hook, home_root: Path, strict_modes: bool) -> None:
+        self.hook = hook
+        self.strict_modes = strict_modes
+        self.directory = Path(os.path.abspath(hook.directory))
+        self.real_directory = Path(os.path.realpath(self.directory))
+        try:
+            self.shown_source = str(hook.source.relative_to(home_root))
+        except ValueError:
+            self.shown_source = str(hook.source)
+        self.shown_directory = os.path.dirname(self.shown_source) or str(self.directory)
+        self.variables = self._directory_variables()
+        #: Where a relative path is taken from: the hook's directory or one inside it; None
+        #: when the hook runs in the envelope's cwd or somewhere else.
+        self.cwd = self._working_directory()
+        self.findings: list[str] = []
+
+    def _directory_variables(self) -> frozenset[str]:
+        """The variables that hold the hook's directory in its process."""
+        env = self.hook.spec.env
+        names = set() if HOOK_DIR_VARIABLE in env else {HOOK_DIR_VARIABLE}
+        if self.hook.spec.dialect == "claude-code" and PLUGIN_ROOT_VARIABLE not in env:
+            names.add(PLUGIN_ROOT_VARIABLE)
+        return frozenset(names)
+
+    def _working_directory(self) -> Path | None:
+        """Where the hook runs when that is its directory or inside it; None when it runs
+        in the envelope's cwd (no ``cwd``) or somewhere else."""
+        configured = self.hook.spec.cwd
+        if not configured:
+            return None
+        variables = {**os.environ, HOOK_DIR_VARIABLE: str(self.directory), **self.hook.spec.env}
+        expanded = os.path.expanduser(expand_variables(configured, variables))
+        if "$" in expanded:
+            return None
+        path = Path(os.path.normpath(self.directory / expanded))
+        return path if self._inside(Path(os.path.realpath(path))) else None
+
+    def _inside(self, real: Path) -> bool:
+        return real == self.real_directory or self.real_directory in real.parents
+
+    def check(self, label: str, command: str) -> None:
+        for use in script_uses(command):
+            self._check_use(label, use)
+
+    def _check_use(self, label: str, use: Use) -> None:
+        path = self._path_of(use)
+        if path is None:
+            return
+        runs = f"{label} runs {use.word.shown}" + (f" with {use.how}" if use.how else "")
+        relative = use.word.literal()
+        if relative is not None and not os.path.isabs(relative) and self.cwd is None:
+            # Only a word that names a file beside hook.json comes this far (_path_of).
+            self._say(
+                f"{runs}, which is relative to the envelope's cwd, where the hook runs (it sets no "
+                f'"cwd"), not to {self.shown_directory}, where {relative} is: write '
+                f'"${HOOK_DIR_VARIABLE}/{relative.removeprefix("./")}" (or set "cwd": "${HOOK_DIR_VARIABLE}")'
+            )
+            return
+        problem = self._problem(path, executable=use.how is None)
+        if problem is not None:
+            self._say(f"{runs}, which {problem}")
+
+    def _say(self, message: str) -> None:
+        line = f"{self.shown_source}: {message}"
+        if line not in self.findings:
+            self.findings.append(line)
+
+    def _path_of(self, use: Use) -> Path | None:
+        """The absolute path ``use`` names in or from the hook's directory, or None when it
+        names none (or cannot be known before the run)."""
+        word = use.word
+        if word.dynamic or not word.parts:
+            return None
+        first_kind, first = word.parts[0]
+        if first_kind == "var":
+            rest = word.parts[1:]
+            if first not in self.variables or not rest or any(kind != "text" for kind, _ in rest):
+                return None
+            tail = "".join(text for _, text in rest)
+            return Path(os.path.normpath(f"{self.directory}/{tail}")) if tail.startswith("/") else None
+        value = word.literal()
+        if not value:
+            return None
+        if os.path.isabs(value):
+            path = Path(os.path.normpath(value))
+            return path if self._inside_lexically(path) else None
+        if use.moved:
+            return None  # after a cd: relative to somewhere this does not know
+        if "/" not in value and (use.how is None or use.how in _SOURCE):
+            return None  # a command's name, or source's: looked up on PATH first
+        if self.cwd is not None:
+            return Path(os.path.normpath(self.cwd / value))
+        if self.hook.spec.cwd:
+            return None  # it runs elsewhere: a relative path names a file there
+        # No cwd of its own: the word names a file of the envelope's cwd at run time, which
+        # is a mistake only when it names one beside hook.json.
+        beside = Path(os.path.normpath(self.directory / value))
+        return beside if self._inside_lexically(beside) and os.path.lexists(beside) else None
+
+    def _inside_lexically(self, path: Path) -> bool:
+        return path == self.directory or self.directory in path.parents
+
+    def _problem(self, path: Path, executable: bool) -> str | None:
+        """Why ``path`` would not run (said after "which"), or None."""
+        if not self._inside_lexically(path):
+            return f"leads out of the hook's directory (to {path}): hookbus checks only what is in {self.shown_directory}; copy the script there"
+        real = Path(os.path.realpath(path))
+        if not self._inside(real):
+            return f"leads out of the hook's directory through a symbolic link (to {real}): hookbus checks only what is in {self.shown_directory}; copy the script there"
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            if os.path.lexists(path):
+                return f"is a symbolic link to {real}, which does not exist"
+            return f"does not exist{self._close_names(path)}: put it in {path.parent}"
+        except NotADirectoryError:
+            return f"does not exist: {self._first_file_on_the_way(path)} is a file, not a directory"
+        except OSError as exc:
+            return f"cannot be checked: {exc.strerror or exc}"
+        if stat.S_ISDIR(info.st_mode):
+            return "is a directory, not a script"
+        if not stat.S_ISREG(info.st_mode):
+            return "is not a regular file"
+        refusal, _ = check_permissions(path, info, self.strict_modes)
+        if refusal is not None:
+            return refusal
+        effective = os.access in os.supports_effective_ids
+        if executable and not os.access(path, os.X_OK, effective_ids=effective):
+            return f"is not executable: run chmod +x {path}"
+        if not executable and not os.access(path, os.R_OK, effective_ids=effective):
+            return f"is not readable: run chmod u+r {path}"
+        return None
+
+    @staticmethod
+    def _close_names(path: Path) -> str:
+        try:
+            names = os.listdir(path.parent)
+        except OSError:
+            return ""
+        return did_you_mean(path.name, [name for name in names if name != "state.json"])
+
+    def _first_file_on_the_way(self, path: Path) -> Path:
+        for parent in reversed(path.parents):
+            if self.directory in parent.parents and os.path.isfile(parent):
+                return parent
+        return path.parent
