@@ -77,13 +77,15 @@ def strict_json(
     """
     try:
         return _encoder(indent, separators).encode(document).encode()
-    except RecursionError:
-        if indent is not None:
-            raise
-        from hookbus.deepjson import dumps_strict
+    except (RecursionError, ValueError, UnicodeEncodeError) as exc:
+        if indent is None:
+            # The careful path, without recursion: NaN, a surrogate, a document nested past
+            # the C encoder; a cycle is a ValueError there too, and too deep a TooDeep.
+            from hookbus.deepjson import dumps_strict
 
-        return dumps_strict(document, separators or (", ", ": ")).encode()
-    except (ValueError, UnicodeEncodeError):
+            return dumps_strict(document, separators or (", ", ": ")).encode()
+        if not isinstance(exc, UnicodeEncodeError) and (isinstance(exc, RecursionError) or "Circular" in str(exc)):
+            raise
         text = json.dumps(
             _finite(document), ensure_ascii=True, allow_nan=False, indent=indent, separators=separators, default=str
         )

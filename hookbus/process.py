@@ -19,7 +19,10 @@ itself never calls it. The guarantees:
   embedder's own) holds a copy of every descriptor we have, our pipes included;
 - a deadline is any float: centuries away, or infinity for none (NaN counts as passed);
 - every wait is poll(2), so descriptors numbered past select's 1024 work;
-- everything is polled on the calling thread: no helper threads.
+- everything is polled on the calling thread: no helper threads;
+- a process that cannot start says why, where a person can act on it: the working
+  directory (missing, or one this user cannot enter), what ran out (processes, descriptors,
+  memory), which string exec found too big (E2BIG); and it leaves no descriptor behind.
 
 The proof that a group is still the hook's rests on the child staying unreaped until this
 module reaps it: an embedder must not reap children it did not start (``waitpid(-1)``,
@@ -175,19 +178,53 @@ def run_process(
     if cancel is not None and cancel.cancelled:
         return ProcessResult(None, cancelled=True)
     try:
+        pipes = _make_pipes()
+    except OSError as exc:
+        return ProcessResult(None, spawn_error=_describe_spawn_error(exc, argv, cwd, env))
+    (stdin_read, stdin_write), (stdout_read, stdout_write), (stderr_read, stderr_write) = pipes
+    ours = (stdin_write, stdout_read, stderr_read)
+    try:
         proc = subprocess.Popen(
             argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdin=stdin_read,
+            stdout=stdout_write,
+            stderr=stderr_write,
             cwd=cwd,
             env=env,
             close_fds=True,
             **_GROUP_OPTION,
         )
-    except OSError as exc:
-        return ProcessResult(None, spawn_error=_describe_spawn_error(exc, argv, cwd, env))
-    return _Supervision(proc, input, deadline, cancel, output_cap).run()
+    except BaseException as exc:
+        _close_all(ours)
+        if isinstance(exc, OSError):
+            return ProcessResult(None, spawn_error=_describe_spawn_error(exc, argv, cwd, env))
+        raise
+    finally:
+        _close_all((stdin_read, stdout_write, stderr_write))  # the child's ends: it has them now
+    return _Supervision(proc, ours, input, deadline, cancel, output_cap).run()
+
+
+def _make_pipes() -> tuple[tuple[int, int], ...]:
+    """The child's stdin, stdout and stderr pipes, as (read end, write end). Made here, not
+    by Popen: a Popen whose second pipe failed (EMFILE) left the first one open on Pythons
+    before 3.11.4: two or four descriptors lost for good at a spawn that failed so. Each end
+    is close-on-exec (PEP 446): no other child inherits it."""
+    made: list[tuple[int, int]] = []
+    try:
+        for _ in range(3):
+            made.append(os.pipe())
+    except BaseException:
+        _close_all([fd for pair in made for fd in pair])
+        raise
+    return tuple(made)
+
+
+def _close_all(descriptors: Sequence[int]) -> None:
+    for fd in descriptors:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 #: What a spawn that failed with one of these ran out of: the system's resources, not the
@@ -329,6 +366,7 @@ class _Supervision:
     def __init__(
         self,
         proc: subprocess.Popen[bytes],
+        pipes: tuple[int, int, int],
         input: bytes,
         deadline: float,
         cancel: CancelToken | None,
@@ -340,9 +378,10 @@ class _Supervision:
         self.cancel = cancel
         self.output_cap = output_cap
         self.pending = memoryview(input)
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        self.stdin_fd: int | None = proc.stdin.fileno()
-        self.readers = {proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
+        #: Our ends of the child's stdin, stdout and stderr, closed by ``_close``.
+        self.stdin_fd: int | None = pipes[0]
+        self.output_fds: tuple[int, ...] = pipes[1:]
+        self.readers = {pipes[1]: "stdout", pipes[2]: "stderr"}
         self.chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         self.sizes = {"stdout": 0, "stderr": 0}
         self.overflow: str | None = None
@@ -465,11 +504,7 @@ class _Supervision:
             self.poller.unregister(self.stdin_fd)
         except KeyError:
             pass
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
+        _close_all((self.stdin_fd,))
         self.stdin_fd = None
 
     def _pump(self) -> bool:
@@ -560,9 +595,8 @@ class _Supervision:
 
     def _close(self) -> None:
         self._close_stdin()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        _close_all(self.output_fds)
+        self.output_fds = ()
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None

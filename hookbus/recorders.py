@@ -170,7 +170,9 @@ class Recorders:
         deadline = time.monotonic() + bound
         started: list[tuple[str, threading.Thread]] = []
         for plugin, call in each_implementation(self._plugins.hook.hookbus_shutdown, bus=self._owner):
-            thread = threading.Thread(target=_shut_down, args=(plugin, call), name=f"hookbus-shutdown-{plugin}", daemon=True)
+            thread = threading.Thread(
+                target=_shut_down, args=(plugin, call), name=f"hookbus-shutdown-{plugin}", daemon=True
+            )
             try:
                 thread.start()
             except RuntimeError:  # no thread to be had (the process is out of them): wait inline

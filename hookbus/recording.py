@@ -2,9 +2,10 @@
 
 A recorder's ``hookbus_record`` runs on the emitting thread. Writing there makes every tool
 call wait on a disk or a database, so a recorder hands the record to a queue and a thread
-of its own writes it. That machinery is the same for every recorder: a queue bounded in items and in bytes
-that never blocks, one thread writing in batches, ``flush`` for readers and for closing, the
-buses of a process sharing it, and lost records counted and reported once, not per record.
+of its own writes it. That machinery is the same for every recorder: a queue bounded in
+items and in bytes that never blocks, one thread writing in batches, ``flush`` for readers
+and for closing, the buses of a process sharing it, and lost records counted and reported
+once, not per record.
 ``BackgroundWriter`` is that machinery; a recorder supplies only ``write_batch``, its
 storage code::
 
@@ -74,8 +75,9 @@ class BackgroundWriter(Generic[T]):
     ``submit`` never waits for the writing and never raises: an item it cannot take (the
     queue already holds ``max_queue`` items, or its items and the batch being written hold
     ``max_bytes`` bytes as ``weigh(item)`` estimates them: the newest are dropped; or the
-    writer is closed) is counted in ``dropped`` and reported the same way. ``lost`` is both, the number a
-    recorder's module-level ``lost_records(home)`` reports to ``bus.lost_records``.
+    writer is closed) is counted in ``dropped`` and reported the same way. ``lost`` is
+    both, the number a recorder's module-level ``lost_records(home)`` reports to
+    ``bus.lost_records``.
 
     Several buses may share one writer: each calls ``acquire`` at start-up and
     ``release`` at shutdown. The thread starts with the first ``submit``, is named
@@ -200,7 +202,8 @@ class BackgroundWriter(Generic[T]):
             held = self._held_bytes
             # One item, however large, is taken when nothing else is held: the bound is on
             # what piles up behind a slow storage, not on what a single record may be.
-            accepted = not closed and len(queue) < self._max_queue and (not held or held + weight <= self._max_bytes)
+            room = len(queue) < self._max_queue and (not held or held + weight <= self._max_bytes)
+            accepted = not closed and room
             if accepted:
                 queue.append(item)
                 self._weights.append(weight)

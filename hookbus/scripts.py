@@ -19,10 +19,12 @@ like) and readable when an interpreter runs it (``bash x.sh``, ``python3 x.py``,
 ``source x.sh``), and be trusted as every hook file is (yours or root's, not writable by
 group or others).
 
-The command is split into words as bash would, conservatively: whatever this parser does
-not understand (a here-document, ``case``, arithmetic) ends what is checked, and a word
-whose value depends on the run (``$(...)``, another variable, a glob) is not checked.
-Standard library only, and nothing is run.
+The command is split into words as bash would, by a small lexer of its own (shlex cannot
+tell a single-quoted ``'$HOOKBUS_HOOK_DIR'`` from an expanded one), and conservatively:
+what it does not follow (a here-document, ``((``, an unclosed quote) ends what is checked,
+a ``case`` statement's commands are skipped, a relative path after ``cd`` is not checked,
+and a word whose value depends on the run (``$(...)``, another variable, a glob) is not
+checked. Nothing is run.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ class _Lexer:
         try:
             self._lex()
         except _Unparsed:
-            self._end_word()
+            self.started = False  # a word cut short (an unclosed quote) is no word
             self.tokens.append(Operator("?"))  # stops the commands there
         return self.tokens
 
@@ -323,6 +325,8 @@ _INTERPRETERS: dict[str, frozenset[str]] = {
     **dict.fromkeys(("perl", "ruby", "php"), frozenset()),
 }
 _INLINE = frozenset(("-c", "-e", "-E", "-m", "-p", "-r", "--eval", "--print"))
+#: Interpreters that also run a directory (its __main__.py, its package.json's main).
+_RUN_DIRECTORIES = frozenset(("python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "bun"))
 #: Builtins that read the script they name (one without a slash is looked up on PATH).
 _SOURCE = frozenset(("source", "."))
 
@@ -481,6 +485,7 @@ class _HookScripts:
         except ValueError:
             self.shown_source = str(hook.source)
         self.shown_directory = os.path.dirname(self.shown_source) or str(self.directory)
+        self.home_root = home_root
         self.variables = self._directory_variables()
         #: Where a relative path is taken from: the hook's directory or one inside it; None
         #: when the hook runs in the envelope's cwd or somewhere else.
@@ -501,7 +506,15 @@ class _HookScripts:
         configured = self.hook.spec.cwd
         if not configured:
             return None
-        variables = {**os.environ, HOOK_DIR_VARIABLE: str(self.directory), **self.hook.spec.env}
+        # As HookCall.working_directory expands it: with the variables the command gets.
+        variables = {
+            **os.environ,
+            "HOOKBUS_HOOK_ID": self.hook.id,
+            HOOK_DIR_VARIABLE: str(self.directory),
+            "HOOKBUS_HOME": str(self.home_root),
+            **({PLUGIN_ROOT_VARIABLE: str(self.directory)} if self.hook.spec.dialect == "claude-code" else {}),
+            **self.hook.spec.env,
+        }
         expanded = os.path.expanduser(expand_variables(configured, variables))
         if "$" in expanded:
             return None
@@ -529,7 +542,7 @@ class _HookScripts:
                 f'"${HOOK_DIR_VARIABLE}/{relative.removeprefix("./")}" (or set "cwd": "${HOOK_DIR_VARIABLE}")'
             )
             return
-        problem = self._problem(path, executable=use.how is None)
+        problem = self._problem(path, executable=use.how is None, directory_ok=_interpreter(use.how or "") in _RUN_DIRECTORIES)
         if problem is not None:
             self._say(f"{runs}, which {problem}")
 
@@ -573,8 +586,10 @@ class _HookScripts:
     def _inside_lexically(self, path: Path) -> bool:
         return path == self.directory or self.directory in path.parents
 
-    def _problem(self, path: Path, executable: bool) -> str | None:
-        """Why ``path`` would not run (said after "which"), or None."""
+    def _problem(self, path: Path, executable: bool, directory_ok: bool = False) -> str | None:
+        """Why ``path`` would not run (said after "which"), or None. ``executable``: it is
+        run as a command, not read by an interpreter; ``directory_ok``: the interpreter
+        runs a directory too."""
         if not self._inside_lexically(path):
             return f"leads out of the hook's directory (to {path}): hookbus checks only what is in {self.shown_directory}; copy the script there"
         real = Path(os.path.realpath(path))
@@ -591,7 +606,7 @@ class _HookScripts:
         except OSError as exc:
             return f"cannot be checked: {exc.strerror or exc}"
         if stat.S_ISDIR(info.st_mode):
-            return "is a directory, not a script"
+            return None if directory_ok else "is a directory, not a script"
         if not stat.S_ISREG(info.st_mode):
             return "is not a regular file"
         refusal, _ = check_permissions(path, info, self.strict_modes)

@@ -185,7 +185,8 @@ def test_the_cli_prints_every_hook_and_the_decision(write_hook: Writer, home: Pa
     assert "typo       load error" in table and "unknown field 'blockng'" in table
     assert "deny: protected" in table
     assert "merge: deny wins: denied by 'guard'" in lines
-    assert lines[-1] == """decision: {"behavior": "deny", "reason": "hook 'guard' denied: protected"}"""
+    assert lines[-2] == """decision: {"behavior": "deny", "reason": "hook 'guard' denied: protected"}"""
+    assert lines[-1] == "as decided by this process (no hookbus serve answers for this home)"
     assert "\x1b" not in result.stdout  # NO_COLOR
 
 

@@ -168,7 +168,7 @@ def no_verdict_body(message: dict[str, Any], finish_reason: str) -> bytes:
 NO_VERDICT = [
     ({"content": None, "refusal": "I can't help with that."}, "stop", 'the model refused: "I can\'t help with that."'),
     ({"content": None}, "stop", "the message content is null"),
-    ({"content": ""}, "length", 'the reply was cut at the token limit before any text (finish_reason "length")'),
+    ({"content": ""}, "length", 'the reply was cut at the token limit (finish_reason "length")'),
     ({"content": "Looks fi"}, "content_filter", 'the provider filtered the reply (finish_reason "content_filter")'),
 ]
 

@@ -183,15 +183,16 @@ def _no_verdict(finish_reason: object, refusal: object, content: object) -> str 
     text included: the model said nothing, which allows).
 
     A refusal (``"refusal"`` set, or ``"content": null``), a reply cut at the token limit
-    before any text (``"finish_reason": "length"``), and one the provider's filter cut
-    (``"content_filter"``, whatever text got through before the cut)."""
+    (``"finish_reason": "length"``: half a JSON decision reads as context, which allows),
+    and one the provider's filter cut (``"content_filter"``), whatever text got through
+    before the cut."""
     if isinstance(refusal, str) and refusal.strip():
         quoted = json.dumps(redact(refusal.strip())[:REFUSAL_CHARS], ensure_ascii=False)
         return f"the model refused: {quoted}"
     if finish_reason == "content_filter":
         return 'the provider filtered the reply (finish_reason "content_filter")'
-    if finish_reason == "length" and (content is None or (isinstance(content, str) and not content.strip())):
-        return 'the reply was cut at the token limit before any text (finish_reason "length")'
+    if finish_reason == "length":
+        return 'the reply was cut at the token limit (finish_reason "length")'
     if content is None:
         return "the message content is null (a refusal, or an answer that is no text)"
     return None

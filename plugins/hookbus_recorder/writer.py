@@ -163,7 +163,10 @@ class RecordWriter:
             if len(group) == 1:
                 self._append(*group[0])
                 continue
-            waiters = [threading.Thread(target=self._append, args=entry, name="hookbus-recorder-lock", daemon=True) for entry in group]
+            waiters = [
+                threading.Thread(target=self._append, args=entry, name="hookbus-recorder-lock", daemon=True)
+                for entry in group
+            ]
             started = []
             for waiter, entry in zip(waiters, group):
                 try:

@@ -108,17 +108,21 @@ def test_a_full_async_pool_does_not_touch_sync_decisions(home: Path, write_hook:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_an_envelope_nested_100000_deep_is_a_clear_error(
+def test_an_envelope_nested_100000_deep_is_decided_and_recorded(
     mode: str, home: Path, write_hook: Writer, make_bus: Maker
 ) -> None:
+    """Deeper than any hook is handed (MAX_NESTING levels): no hook runs, each that matches
+    counts as failed under its on_error (here: open), and is recorded; never a crash."""
     with attack(3, f"envelope nested 100,000 deep, {mode} hook"):
         write_hook("h", event="Stop", mode=mode, command="cat > /dev/null")
         write_hook("after", event="SubagentStop", command="true")
         bus = make_bus()
         envelope = deep(100_000)
         for _ in range(12):  # more fires than there are async workers
-            with pytest.raises(HookBusError, match="nested too deeply"):
-                bus.emit("Stop", envelope)
+            decision = bus.emit("Stop", envelope)
+            assert decision.behavior == "allow"
+            assert [failure.failure for failure in decision.failed] == (["hookbus"] if mode == "sync" else [])
+        assert [entry["error"] for entry in log_of(home, "h")] == ["the envelope is nested deeper than 10,000 levels"] * 12
         # The bus is whole: async hooks still run and are recorded, close() is prompt.
         bus.emit("SubagentStop", {"agent_type": "x"})
         started = time.monotonic()

@@ -155,7 +155,8 @@ def test_async_fires_through_hookbus_serve_stay_within_the_bound(home: Path, wri
                 client.emit("PostToolUse", {"tool_name": "warm-up"})
                 before = rss_kib(served.process.pid)
                 for index in range(FIRES):
-                    answer = client.emit("PostToolUse", {"tool_name": "write_file", "tool_input": {"content": f"{index:06d}" + "a" * QUARTER_MIB}})
+                    content = f"{index:06d}" + "a" * QUARTER_MIB
+                    answer = client.emit("PostToolUse", {"tool_name": "write_file", "tool_input": {"content": content}})
                     assert answer == {"behavior": "allow"}  # answered at once, never held
                 after = rss_kib(served.process.pid)
             grown_mib = (after - before) / 1024
@@ -205,8 +206,9 @@ def test_the_stop_memory_holds_a_fixed_size_per_thread_however_long_the_ids() ->
             held = tracemalloc.get_traced_memory()[0]
         finally:
             tracemalloc.stop()
-        assert memory.active("Stop", {"thread_id": f"{MAX_REMEMBERED + 499:08d}" + "x" * 4096, "agent_id": MAX_REMEMBERED + 499})
-        assert not memory.active("Stop", {"thread_id": f"{0:08d}" + "x" * 4096, "agent_id": 0})  # the oldest forgotten
+        last = MAX_REMEMBERED + 499
+        assert memory.active("Stop", {"thread_id": f"{last:08d}" + "x" * 4096, "agent_id": last})
+        assert not memory.active("Stop", {"thread_id": f"{0:08d}" + "x" * 4096, "agent_id": 0})  # the oldest, forgotten
         # The README's figure: 10,000 entries of some 160 bytes (a 16-byte digest and its slot).
         assert held < MAX_REMEMBERED * 160, f"{held:,} bytes for {MAX_REMEMBERED:,} threads"
 

@@ -667,9 +667,9 @@ def test_decision_too_deep_to_encode_is_recorded_with_a_marker(
     home: Path, write_hook: HookWriter, make_bus: Maker, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="hookbus")
-    with attack(4, "a decision nested 5,000 deep (RecursionError in json.dumps) is recorded"):
+    with attack(4, "a decision nested 20,000 deep (past what JSON is written at) is recorded"):
         deep: dict[str, Any] = {}
-        for _ in range(5000):
+        for _ in range(20_000):
             deep = {"a": deep}
         write_hook("deep", mode="sync", instant={})  # non-blocking: recorded, not applied
         write_hook("plain", mode="sync", command="exit 0")

@@ -79,7 +79,7 @@ def chat_body(message: dict[str, Any], finish_reason: str | None) -> bytes:
 
 REFUSAL = "I'm sorry, I can't help with evaluating that."
 NULL = "the message content is null"
-CUT = 'the reply was cut at the token limit before any text (finish_reason "length")'
+CUT = 'the reply was cut at the token limit (finish_reason "length")'
 FILTERED = 'the provider filtered the reply (finish_reason "content_filter")'
 NO_VERDICT = [
     pytest.param({"content": None, "refusal": REFUSAL}, "stop", f"the model refused: {json.dumps(REFUSAL)}", id="refusal"),
@@ -88,6 +88,8 @@ NO_VERDICT = [
     pytest.param({"content": ""}, "length", CUT, id="length-empty"),
     pytest.param({"content": " \n"}, "length", CUT, id="length-blank"),
     pytest.param({"content": None}, "length", CUT, id="length-null"),
+    # Half a JSON decision ('{"behavior": "de') would otherwise be read as context: allow.
+    pytest.param({"content": '{"behavior": "deny", "rea'}, "length", CUT, id="length-partial"),
     pytest.param({"content": None}, "content_filter", FILTERED, id="filtered-null"),
     pytest.param({"content": ""}, "content_filter", FILTERED, id="filtered-empty"),
     # A filtered reply cut mid-sentence would otherwise be handed on as context (an allow).

@@ -33,8 +33,9 @@ reported once: ``lost_records(home)`` says how many, and ``bus.lost_records`` an
 closing total include them. ``close()`` of the bus force-flushes the provider the spans went
 to, so that none are left behind when the daemon exits, but for FLUSH_SECONDS (1 s) at
 most: a collector that is down or never answers holds neither ``close()`` nor the process's
-exit (``hookbus emit`` exits that much late at worst, not the exporter's 7.5 s of retries). With hookbus-otel's own provider, the spans the collector
-had not taken by then when the last bus closes (or at exit) are counted as lost.
+exit (``hookbus emit`` exits that much late at worst, not the exporter's 7.5 s of retries).
+With hookbus-otel's own provider, the spans the collector had not taken by then when the
+last bus closes (or at exit) are counted as lost.
 
 Texts that could be long (the error, as the status description; the note and the thread id)
 are cut at MAX_TEXT_CHARS, and the spans waiting for the collector are bounded in bytes

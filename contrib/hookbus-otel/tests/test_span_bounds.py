@@ -59,9 +59,8 @@ def stuck_provider() -> Iterator[tuple[TracerProvider, LossLedger, Stuck]]:
     ledger = LossLedger(capacity=2048)
     stuck = Stuck()
     provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(
-        AdmittingProcessor(stuck, ledger, "http://collector:4318/v1/traces", ReportOnce(logging.getLogger("hookbus.otel")))
-    )
+    report = ReportOnce(logging.getLogger("hookbus.otel"))
+    provider.add_span_processor(AdmittingProcessor(stuck, ledger, "http://collector:4318/v1/traces", report))
     hookbus_otel.set_tracer_provider_for_hookbus(provider)
     yield provider, ledger, stuck
     hookbus_otel.set_tracer_provider_for_hookbus(None)
