@@ -182,7 +182,10 @@ class HookBus:
             # The bus stops waiting for any runner this long past its timeout (a built-in
             # one is done 0.35 s past it: a kill's grace and the pipes let go).
             on_start(max(sync_timeouts) + RUNNER_GRACE_SECONDS)
-        return self._dispatcher.threads().submit(lambda: self._fire(event, checked, hooks, settings)).future
+        try:
+            return self._dispatcher.threads().submit(lambda: self._fire(event, checked, hooks, settings)).future
+        except RuntimeError as exc:  # no thread left (another process of the user holds them)
+            return _done(self._undecided(event, checked, hooks, f"no thread could be started to run the hooks ({exc})"))
 
     async def aemit(self, event: str, envelope: Mapping[str, Any] | None = None) -> Decision:
         """``emit`` for asyncio: sync hooks run in a thread of their own, never on the loop

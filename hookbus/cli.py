@@ -23,6 +23,7 @@ from hookbus.clicore import (
     decide_via_server,
     ask_server,
     json_line,
+    kept_by_a_running_bus,
     open_bus,
     read_envelope,
     say,
@@ -126,7 +127,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             snapshot = bus.snapshot
             broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
             last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.hooks}
-            kept = {hook_id: _kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
+            kept = {hook_id: kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
             rows = hook_rows(snapshot, last_runs, kept)
             problems = [str(problem) for problem in snapshot.problems]
             home, disabled = str(bus.home.root), snapshot.settings.disabled_reason
@@ -146,21 +147,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         for problem in problems:
             say(f"  {problem}")
     return 0
-
-
-def _kept_by_a_running_bus(hook_dir: Path) -> bool:
-    """Whether a bus that is running (vixd, ``hookbus serve``) keeps the last good version
-    of a hook whose file is broken: it says so in the hook's state.json."""
-    from hookbus.errors import KEPT_LAST_GOOD, SpecError
-    from hookbus.files import read_capped
-
-    try:
-        data, _ = read_capped(hook_dir / "state.json", 1 << 20)
-        state = json.loads(data)
-    except (SpecError, ValueError):
-        return False
-    error = state.get("load_error") if isinstance(state, dict) else None
-    return isinstance(error, str) and KEPT_LAST_GOOD in error
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     import contextlib
+    from pathlib import Path
     from typing import Any, Callable, Iterator
 
     from hookbus.bus import HookBus
@@ -162,6 +163,38 @@ class Interrupts:
 
 
 
+def kept_by_a_running_bus(hook_dir: Path) -> bool:
+    """Whether a bus that is running (vixd, ``hookbus serve``) keeps the last good version
+    of a hook whose file is broken: it says so in the hook's state.json."""
+    import json
+
+    from hookbus.errors import KEPT_LAST_GOOD, SpecError
+    from hookbus.files import read_capped
+
+    try:
+        data, _ = read_capped(hook_dir / "state.json", 1 << 20)
+        state = json.loads(data)
+    except (SpecError, ValueError):
+        return False
+    error = state.get("load_error") if isinstance(state, dict) else None
+    return isinstance(error, str) and KEPT_LAST_GOOD in error
+
+
+def warn_of_last_good_versions(bus: HookBus, verb: str) -> None:
+    """Say which broken hooks a running bus still enforces at their last good version,
+    which this process, loading the home afresh, cannot: the one way an in-process
+    decision differs from a server's."""
+    snapshot = bus.snapshot
+    for problem in snapshot.problems:
+        hook_id = problem.hook_id
+        if hook_id and hook_id not in snapshot.hooks and kept_by_a_running_bus(bus.home.hook_dir(hook_id)):
+            warn(
+                f"{verb}: hook {hook_id!r} is broken on disk; a running bus (hookbus serve, the daemon) still "
+                "enforces its last good version, which this process cannot load, so it does not run here: fix "
+                f"{bus.home.relative(bus.home.hook_dir(hook_id))}"
+            )
+
+
 def decide_in_process(
     args: argparse.Namespace,
     event: str,
@@ -177,6 +210,7 @@ def decide_in_process(
 
     log_to_stderr()
     bus = open_bus(args)
+    warn_of_last_good_versions(bus, f"hookbus {args.verb}")
     drain = max(
         (hook.timeout for hook in bus.snapshot.hooks.values() if not hook.is_sync), default=0.0
     )

@@ -186,7 +186,9 @@ class AsyncWorkers(Generic[Job]):
             return False
         self._queue.put(job)
         if len(self._threads) < self.size:
-            self._start_thread()
+            failure = self._start_thread()
+            if failure is not None and not self._threads:
+                self._not_started(f"not run: no thread could be started for it ({failure})")
         if self._full:  # said full: there is room again
             self._full = False
             self._report.succeeded(_FULL)
@@ -232,13 +234,39 @@ class AsyncWorkers(Generic[Job]):
                     del self._envelopes[key]
                     self.held_bytes -= shared[1]
 
-    def _start_thread(self) -> None:
+    def _start_thread(self) -> str | None:
+        """Start one more worker; why it could not be started (no threads left: a client of
+        the same user may hold them all), or None."""
         with self._lock:
             if len(self._threads) >= self.size:
-                return
+                return None
             thread = threading.Thread(target=self._work, name=f"hookbus-async-{len(self._threads)}", daemon=True)
             self._threads.append(thread)
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError as exc:
+            with self._lock:
+                self._threads.remove(thread)
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def _not_started(self, reason: str) -> None:
+        """No worker runs, and none could be started: what waits would wait for ever, so it
+        is recorded as not run now (and is no longer counted against the bounds)."""
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is _STOP:
+                self._queue.put(job)
+                return
+            try:
+                self._cancelled(job, reason)  # type: ignore[arg-type]
+            except Exception:  # recording it must not break the emit that fired it
+                pass
+            finally:
+                self._release(job)
 
     def _work(self) -> None:
         while True:

@@ -170,6 +170,14 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
+def _by_number(item: tuple[str, int]) -> tuple[str, int, str]:
+    """Rows in their promise's order: "promise 9" before "promise 10"."""
+    name = item[0]
+    head, _, rest = name.partition(":")
+    word, _, number = head.rpartition(" ")
+    return (word, int(number), rest) if number.isdigit() else (name, 0, "")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The figures of the reliability suite (tests/stress) and of the attack suite
     (tests/adversarial), for those that ran."""
@@ -180,5 +188,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if module is None or not module.FIGURES:
             continue
         terminalreporter.section(f"{title} ({'make stress' if module.FULL else 'fast sizes'})")
-        for name, value in sorted(module.FIGURES.items()):
+        for name, value in sorted(module.FIGURES.items(), key=_by_number):
             terminalreporter.write_line(f"{name:<48} {value:>12,}")

@@ -146,6 +146,13 @@ def test_every_hook_spec_is_valid(tmp_path: Path, line: int, spec: dict[str, Any
     hook_id = spec.get("id") or f"doc-example-{line}"
     hook_dir = _private_dir(_private_dir(home / "hooks") / hook_id)
     _private_file(hook_dir / "hook.json", json.dumps(spec, indent=2) + "\n")
+    if '"$HOOKBUS_HOOK_DIR/script.sh"' in str(spec.get("command", "")):
+        # The page shows the script beside the spec, in the first ```sh block after it
+        # (mode 0700, as it says): validate checks that it is there and executable.
+        blocks, _ = split_fences(DOC.read_text(encoding="utf-8"))
+        script = next(body for info, body, start in blocks if info == "sh" and start > line)
+        _private_file(hook_dir / "script.sh", script)
+        (hook_dir / "script.sh").chmod(0o700)
     workflows = workflow_config()
     if workflows:
         _private_file(_private_dir(home / "config") / "workflow.json", json.dumps(workflows, indent=2) + "\n")

@@ -1,9 +1,10 @@
 """Shared by the attack suite (tests/adversarial): who the attacker is, and the figures.
 
-Every test here is an attack on one promise of the README's security model. It counts
-itself as tried when it starts and as held when its assertions pass; tests/conftest.py
-prints the rows after the run (``make test``) and ``make stress`` prints them in its
-summary.
+Every test here is an attack on one promise of the README's security model (1-7: the
+core; 8: hookbus's own trouble is never a host's allow; 9: every bound holds in bytes, the
+same on every path; 10: what hookbus shows is what is enforced). It counts itself as tried
+when it starts and as held when its assertions pass; tests/conftest.py prints the rows
+after the run (``make test``) and ``make stress`` prints them in its summary.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def scale(fast: int, full: int) -> int:
 
 @contextlib.contextmanager
 def attack(promise: int, name: str) -> Iterator[None]:
-    """Count one attack on ``promise`` (1-7): tried on entry, held when the block passes."""
+    """Count one attack on ``promise`` (1-10): tried on entry, held when the block passes."""
     FIGURES[f"promise {promise}: attacks tried"] += 1
     yield
     FIGURES[f"promise {promise}: attacks held"] += 1

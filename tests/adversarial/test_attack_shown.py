@@ -94,3 +94,19 @@ def test_read_only_verbs_never_write(home: Path, write_hook: Writer) -> None:
         nothing_written()
         # The mark the server left still says that a last good version lives on.
         assert "broken (last good version)" in run(home, "list").stdout
+
+
+def test_an_in_process_emit_says_which_hook_a_server_still_enforces(home: Path, write_hook: Writer) -> None:
+    """The one way an in-process decision differs from a server's: a broken hook kept at
+    its last good version there, and not loadable here. Said on stderr, never silently."""
+    with attack(SHOWN, "emit --no-server beside a server that keeps a broken guard's last good version"):
+        spec = broken_guard(home, write_hook)
+        state = home / "hooks" / "guard" / "state.json"
+        with Served(home):
+            break_it(spec)
+            wait_for(lambda: state.exists() and "last good" in state.read_text(), message="the server's last-good mark")
+            served = run(home, "emit", "PreToolUse", stdin=BASH)
+            local = run(home, "emit", "PreToolUse", "--no-server", stdin=BASH)
+        assert served.returncode == 2
+        assert local.returncode == 0
+        assert "still enforces its last good version, which this process cannot load" in local.stderr
