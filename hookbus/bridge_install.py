@@ -41,12 +41,19 @@ from hookbus.settingsfile import (
 from hookbus.terminal import printable
 
 
+#: The time a host gives the bridge for one call, written with it: longer than any sync hook
+#: of the home should take (their default timeout is 5 s; an imported Claude Code hook's 60 s).
+BRIDGE_TIMEOUT_SECONDS = 600
+
+
 class BridgedHost:
     """What ``--install-bridge`` writes for one host."""
 
-    __slots__ = ("name", "verb", "events", "tool_events", "all_tools")
+    __slots__ = ("name", "verb", "events", "tool_events", "all_tools", "timeout")
 
-    def __init__(self, name: str, verb: str, events: tuple[str, ...], tool_events: tuple[str, ...], all_tools: str | None) -> None:
+    def __init__(
+        self, name: str, verb: str, events: tuple[str, ...], tool_events: tuple[str, ...], all_tools: str | None, timeout: int
+    ) -> None:
         self.name = name
         #: The bridge's verb: ``hookbus VERB``.
         self.verb = verb
@@ -56,6 +63,10 @@ class BridgedHost:
         self.tool_events = tool_events
         #: The matcher that takes every tool on those (None: the group has no matcher).
         self.all_tools = all_tools
+        #: How long the host lets the bridge run, in its own unit. Its default (60 s for
+        #: both) would kill a bridge waiting on a hook with a longer timeout, and the host
+        #: then runs the tool: a fail-closed guard would fail open.
+        self.timeout = timeout
 
 
 CLAUDE_CODE = BridgedHost(
@@ -64,6 +75,7 @@ CLAUDE_CODE = BridgedHost(
     ("PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "SessionStart", "Stop", "SubagentStop", "PreCompact"),
     ("PreToolUse", "PostToolUse", "PermissionRequest"),
     "*",
+    BRIDGE_TIMEOUT_SECONDS,  # Claude Code counts in seconds
 )
 # Gemini CLI's matchers are regexes, where "*" is not one: a group without a matcher runs
 # for every tool.
@@ -73,6 +85,7 @@ GEMINI_CLI = BridgedHost(
     ("BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "PreCompress"),
     (),
     None,
+    BRIDGE_TIMEOUT_SECONDS * 1000,  # Gemini CLI in milliseconds
 )
 
 
@@ -268,7 +281,7 @@ def merge_bridge(
             continue
         on_tools = event in host.tool_events and host.all_tools is not None
         group: dict[str, Any] = {"matcher": host.all_tools} if on_tools else {}
-        group["hooks"] = [{"type": "command", "command": command}]
+        group["hooks"] = [{"type": "command", "command": command, "timeout": host.timeout}]
         merged[event] = [*groups, group]
         lines.append(f"{event}: add {command}" + (f" (matcher {host.all_tools})" if on_tools else ""))
     result = dict(document)

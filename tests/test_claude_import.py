@@ -567,7 +567,7 @@ def test_the_bridge_is_merged_once_keeping_everything_else(settings: Path) -> No
     assert merged["model"] == "opus" and merged["permissions"] == SETTINGS["permissions"]
     command = this_bridge(os.path.expanduser("~/.vix"))  # no --home, no VIX_HOME: the default, written out
     for event in ALL_BRIDGED:
-        expected = {"hooks": [{"type": "command", "command": command}]}
+        expected = {"hooks": [{"type": "command", "command": command, "timeout": 600}]}
         if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
             expected = {"matcher": "*", **expected}
         assert bridge_entries(merged, event) == [expected], event
@@ -613,7 +613,7 @@ def test_the_bridge_dry_run_prints_and_writes_nothing(tmp_path: Path, settings: 
     assert f"PreToolUse: add {command} (matcher *)" in result.stdout
     block = result.stdout[result.stdout.index("{"): result.stdout.rindex("}") + 1]
     printed = json.loads(block)
-    assert bridge_entries(printed, "Stop") == [{"hooks": [{"type": "command", "command": command}]}]
+    assert bridge_entries(printed, "Stop") == [{"hooks": [{"type": "command", "command": command, "timeout": 600}]}]
     missing = tmp_path / "none" / "settings.json"
     assert run("import", "claude-code", str(missing), "--install-bridge", "--dry-run").returncode == 0
     assert not missing.parent.exists()

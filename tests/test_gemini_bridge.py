@@ -239,7 +239,7 @@ def test_install_bridge_routes_every_gemini_event_and_keeps_the_rest(tmp_path: P
         bridge = groups[-1]
         assert "matcher" not in bridge, f"{event}: '*' is no regex to Gemini CLI; no matcher takes every tool"
         (entry,) = bridge["hooks"]
-        assert entry == {"type": "command", "command": f"{shlex.quote(sys.executable)} -m hookbus gemini-cli-hook --home {home}"}
+        assert entry == {"type": "command", "command": f"{shlex.quote(sys.executable)} -m hookbus gemini-cli-hook --home {home}", "timeout": 600_000}
         assert is_bridge_command(entry["command"], GEMINI_INSTALL)
     assert "still run as well" in out.getvalue()
     assert json.loads((tmp_path / ".gemini" / "settings.json.bak").read_text())["hooks"] == {"BeforeTool": [own]}

@@ -532,3 +532,34 @@ def test_a_client_the_server_refuses_runs_in_process(tmp_path: Path) -> None:
             assert result.returncode == 2 and "denied" in result.stdout
         finally:
             shutil.rmtree(shared, ignore_errors=True)
+
+
+# -- a differential: through a server and in-process, over odd envelopes -------------------
+
+ODD_ENVELOPES = {
+    "empty": "",
+    "not JSON": "{oops",
+    "not an object": "[1, 2]",
+    "NaN": '{"tool_name":"bash","tool_input":{"command":"rm -rf /","n":NaN}}',
+    "a lone surrogate": '{"tool_name":"bash","tool_input":{"command":"rm -rf /\\udce9"}}',
+    "a repeated key": '{"tool_name":"read_file","tool_name":"bash","tool_input":{"command":"rm -rf /"}}',
+    "999 deep": vix_envelope(nested(999)),
+    "1,001 deep": vix_envelope(nested(1_001)),
+    "a deep key path": vix_envelope('{"a":' * 3_000 + "1" + "}" * 3_000),
+    "wide": vix_envelope("[" + ",".join(["{}"] * 200_000) + "]"),
+    "10,001 deep": vix_envelope(nested(MAX_NESTING - 1)),
+    "recursion guard": '{"tool_name":"bash","origin":"vix","tool_input":{"command":"rm -rf /"}}',
+    "a 1 MiB tool name": '{"tool_name":"' + "b" * (1 << 20) + '","tool_input":{"command":"rm -rf /"}}',
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_ENVELOPES))
+def test_an_emit_through_a_server_and_in_process_agree_on_odd_envelopes(home: Path, write_hook: Writer, name: str) -> None:
+    with attack(EDGES, f"emit through a server and in-process: {name}"):
+        guard(write_hook, "deny", matcher=".*")
+        stdin = ODD_ENVELOPES[name]
+        local = run("emit", "PreToolUse", "--home", str(home), "--no-server", stdin=stdin)
+        with Served(home):
+            served = run("emit", "PreToolUse", "--home", str(home), stdin=stdin)
+        assert "Traceback" not in local.stderr + served.stderr
+        assert (served.returncode, served.stdout) == (local.returncode, local.stdout), (local, served)
