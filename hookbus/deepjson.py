@@ -293,7 +293,9 @@ def _pieces(
     check_utf8 = quote is _json.encode_basestring
     # The open containers: an iterator over what is left of each, and whether it is an object.
     stack: list[tuple[Iterator[Any], bool]] = []
-    on_path: list[int] = []
+    # The ids of the open containers, in order and as a set: a cycle is found in O(1).
+    path_ids: list[int] = []
+    on_path: set[int] = set()
     first = True
     pending: Any = value
     while True:
@@ -310,7 +312,8 @@ def _pieces(
                 else:
                     yield "["
                     stack.append((iter(item), False))
-                on_path.append(id(item))
+                path_ids.append(id(item))
+                on_path.add(id(item))
                 first = True
             else:
                 text = _scalar(item, quote)
@@ -324,7 +327,7 @@ def _pieces(
         child: Any = next(children, _NOTHING)
         if child is _NOTHING:
             stack.pop()
-            on_path.pop()
+            on_path.discard(path_ids.pop())
             yield "}" if is_object else "]"
             first = False
             continue
