@@ -245,8 +245,13 @@ class HookBus:
         with self._dispatcher.emitting() as cancel:
             runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel)
             outcome = self._decider.decide(event, envelope, runs)
-            for record in outcome.records(event):
-                self._recorders.record(record)
+            return self._settle(event, envelope, outcome, merged)
+
+    def _settle(self, event: str, envelope: Mapping[str, Any], outcome: Merged, merged: list[Merged] | None) -> Decision:
+        """Record every run of an emit, tell ``explain`` how it merged, remember how a stop
+        was answered: then the decision is the caller's."""
+        for record in outcome.records(event):
+            self._recorders.record(record)
         if merged is not None:
             merged.append(outcome)
         self._stops.answered(event, envelope, outcome.decision)
@@ -294,12 +299,7 @@ class HookBus:
             assert isinstance(notes, dict)
             for hook, _, _, _ in runs:
                 notes.setdefault(hook.id, UNDECIDED_NOTE)
-            for record in outcome.records(event):
-                self._recorders.record(record)
-        if merged is not None:
-            merged.append(outcome)
-        self._stops.answered(event, envelope, outcome.decision)
-        return outcome.decision
+            return self._settle(event, envelope, outcome, merged)
 
     def trigger(self, hook_id: str, envelope: Mapping[str, Any] | None = None) -> RunRecord:
         """Fire one hook by id now, on this thread, whatever its trigger; recorded as async."""

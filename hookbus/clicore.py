@@ -233,86 +233,73 @@ def decide_via_server(
     None when there is none to use, or it ran nothing (refused, busy, stopped): the caller
     runs the hooks in-process. ServerLost when it may have run hooks and gave no decision.
     ``undecided``: the envelope holds only the top-level fields, for that reason."""
-    import os
-
-    from hookbus.rendezvous import in_process_reason
-
-    if getattr(args, "no_server", False) or in_process_reason(os.environ) is not None:
+    if getattr(args, "no_server", False):
         return None
-    from hookbus.client import Client, NoAnswer, NoServer, OtherHome, RemoteError
-    from hookbus.failures import say_server_notes
-    from hookbus.protocol import SHUTTING_DOWN
-    from hookbus.rendezvous import home_root
-
-    home = home_root(args.home)
-    try:
-        client = Client(args.socket, home=home)
-    except NoServer:
+    asked = ask_server(
+        args, "emit", verb=verb, instead="running in-process", lost=ServerLost, quiet_other_home=False,
+        event=event, envelope=envelope, failures=True, undecided=undecided,
+    )
+    if asked is None:
         return None
-    except OSError as exc:  # UntrustedPeer, ServerBusy included
-        warn(f"{verb}: not using the server: {exc}; running in-process")
-        return None
-    with client:
-        try:
-            decision = client.emit(event, envelope, failures=True, undecided=undecided)
-        except OtherHome as exc:
-            served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
-            warn(f"{verb}: the server on {client.path} serves {served}, not {home}; running in-process")
-            return None
-        except RemoteError as exc:
-            if not exc.ran_nothing:
-                raise ServerLost(f"the server on {client.path} failed after it may have run hooks: {exc}") from None
-            if exc.code != SHUTTING_DOWN:
-                warn(f"{verb}: the server on {client.path} ran nothing: {exc}; running in-process")
-            return None
-        except NoAnswer as exc:
-            raise ServerLost(str(exc)) from None
-        except (OSError, ValueError) as exc:  # NotStarted included: nothing ran
-            warn(f"{verb}: {exc}; running in-process")
-            return None
+    decision, path = asked
     if not isinstance(decision, dict):
-        raise ServerLost(f"the server on {client.path} sent no decision")
+        raise ServerLost(f"the server on {path} sent no decision")
+    from hookbus.failures import say_server_notes
+
     say_server_notes(decision, verb, warn)
     return decision
 
 
-def ask_server(args: argparse.Namespace, method: str, **params: Any) -> tuple[Any, str] | None:
+def ask_server(
+    args: argparse.Namespace,
+    method: str,
+    *,
+    verb: str | None = None,
+    instead: str = "reading the home in this process",
+    lost: type[Exception] = UsageError,
+    quiet_other_home: bool = True,
+    **params: Any,
+) -> tuple[Any, str] | None:
     """What a live ``hookbus serve`` of ``--home`` answers ``method`` with, and where it
-    listens; None when no server serves the home, or it ran nothing (said on stderr): the
-    verb then answers in-process. UsageError when it may have run hooks and gave no answer.
-    Read-only verbs use it so that what they show is what the server enforces."""
+    listens; None when no server serves the home, or it ran nothing (then said on stderr,
+    with ``instead``: what the verb does in its place). ``lost`` (raised with the reason)
+    when it may have run hooks and gave no answer. Read-only verbs ask it so that what they
+    show is what the server enforces; emit and the bridges, for their decision."""
     import os
 
     from hookbus.client import Client, NoAnswer, NoServer, OtherHome, RemoteError
     from hookbus.protocol import SHUTTING_DOWN
     from hookbus.rendezvous import home_root, in_process_reason
 
-    reason = in_process_reason(os.environ)
-    if reason is not None:
+    if in_process_reason(os.environ) is not None:
         return None
-    verb = f"hookbus {args.verb}"
+    verb = verb or f"hookbus {args.verb}"
+    home = home_root(args.home)
     try:
-        client = Client(getattr(args, "socket", None), home=home_root(args.home))
+        client = Client(getattr(args, "socket", None), home=home)
     except NoServer:
         return None
-    except OSError as exc:
-        warn(f"{verb}: not asking the server: {exc}; reading the home in this process")
+    except OSError as exc:  # UntrustedPeer, ServerBusy included
+        warn(f"{verb}: not using the server: {exc}; {instead}")
         return None
     with client:
         try:
             return getattr(client, method)(**params), client.path
-        except OtherHome:
-            return None  # $HOOKBUS_SOCKET names another home's server: not this home's
+        except OtherHome as exc:
+            if not quiet_other_home:  # $HOOKBUS_SOCKET named another home's server
+                served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
+                warn(f"{verb}: the server on {client.path} serves {served}, not {home}; {instead}")
+            return None
         except RemoteError as exc:
             if not exc.ran_nothing:
-                raise UsageError(f"the server on {client.path} failed: {exc}") from None
+                raise lost(f"the server on {client.path} failed after it may have run hooks: {exc}") from None
             if exc.code != SHUTTING_DOWN:
-                warn(f"{verb}: the server on {client.path} did not answer: {exc}; reading the home in this process")
+                warn(f"{verb}: the server on {client.path} ran nothing: {exc}; {instead}")
             return None
         except NoAnswer as exc:
-            raise UsageError(str(exc)) from None
-        except (OSError, ValueError) as exc:
-            warn(f"{verb}: {exc}; reading the home in this process")
+            raise lost(str(exc)) from None
+        except (OSError, ValueError) as exc:  # NotStarted included: nothing ran
+            warn(f"{verb}: {exc}; {instead}")
             return None
 
 

@@ -222,10 +222,12 @@ def connect_as(kind: type[AnySocket], path: str, timeout: float | None = None) -
     return sock
 
 
-def read_line(sock: _socket.socket, buffer: bytearray, path: str) -> bytes:
+def read_line(sock: _socket.socket, buffer: bytearray, path: str, give_up: float | None = None) -> bytes:
     """The next line ``sock`` sends, without its newline; ``buffer`` holds what came before
     (and keeps what comes after it). ConnectionError when the server on ``path`` closes
-    first, or sends a line longer than MAX_LINE_BYTES."""
+    first, or sends a line longer than MAX_LINE_BYTES. ``give_up`` (time.monotonic()): wait
+    until then at most, TimeoutError after (what arrived by then counts: a last look is
+    taken without waiting); None: as long as the socket's own timeout says."""
     start = 0
     while True:
         end = buffer.find(b"\n", start)
@@ -236,7 +238,14 @@ def read_line(sock: _socket.socket, buffer: bytearray, path: str) -> bytes:
         if len(buffer) > MAX_LINE_BYTES:
             raise ConnectionError(f"the server on {path} sent a line longer than {MAX_LINE_BYTES} bytes")
         start = len(buffer)
-        chunk = sock.recv(1 << 16)
+        if give_up is None:
+            chunk = sock.recv(1 << 16)
+        else:
+            try:
+                sock.settimeout(max(give_up - time.monotonic(), 0.0))
+                chunk = sock.recv(1 << 16)
+            except (TimeoutError, BlockingIOError):
+                raise TimeoutError from None
         if not chunk:
             raise ConnectionError(f"the server on {path} closed the connection before answering")
         buffer += chunk
@@ -255,7 +264,7 @@ def await_response(
     started = False
     while True:
         try:
-            line = _read_line_until(sock, buffer, path, give_up)
+            line = read_line(sock, buffer, path, give_up)
             message = parse(line.decode())
         except TimeoutError:
             if started:
@@ -263,8 +272,8 @@ def await_response(
             raise NotStarted(f"the server on {path} did not start the request within {START_WINDOW_SECONDS:g} s (is it stopped or overloaded?), so nothing ran") from None
         except (OSError, ValueError) as exc:
             if started:
-                raise NoAnswer(f"{exc} after it started the hooks, so they may have run") from None
-            raise NotStarted(f"{exc} before it started the request, so nothing ran") from None
+                raise NoAnswer(f"{exc}, after it had started the hooks, so they may have run") from None
+            raise NotStarted(f"{exc}, before it had started the request, so nothing ran") from None
         if message.__class__ is not dict:
             continue
         if message.get("method") == STARTED:
@@ -282,25 +291,3 @@ def await_response(
 #: The longest a client waits for hooks that the server says take longer (a hook may have
 #: a timeout of centuries): a month.
 MAX_WAIT_SECONDS = 30 * 24 * 3600.0
-
-
-def _read_line_until(sock: _socket.socket, buffer: bytearray, path: str, give_up: float) -> bytes:
-    """``read_line``, waiting until ``give_up`` (time.monotonic()) at most: TimeoutError then.
-    Whatever arrived by then counts: a last look is taken without waiting."""
-    while True:
-        end = buffer.find(b"\n")
-        if end >= 0:
-            line = bytes(buffer[:end])
-            del buffer[: end + 1]
-            return line
-        if len(buffer) > MAX_LINE_BYTES:
-            raise ConnectionError(f"the server on {path} sent a line longer than {MAX_LINE_BYTES} bytes")
-        remaining = give_up - time.monotonic()
-        try:
-            sock.settimeout(max(remaining, 0.0) if remaining > 0 else 0.0)
-            chunk = sock.recv(1 << 16)
-        except (TimeoutError, BlockingIOError):
-            raise TimeoutError from None
-        if not chunk:
-            raise ConnectionError(f"the server on {path} closed the connection")
-        buffer += chunk

@@ -243,8 +243,8 @@ def internal_error(line: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("answer", "said"),
     [
-        (started_then(None), "closed the connection after it started the hooks"),
-        (started_then(b"not json\n"), "after it started the hooks"),
+        (started_then(None), "closed the connection before answering, after it had started the hooks"),
+        (started_then(b"not json\n"), "after it had started the hooks"),
         (started_then(b'{"jsonrpc": "2.0", "id": 1, "result": "allow"}\n'), "sent no decision"),
         (internal_error, "internal error: KeyError: 'x'"),
     ],
