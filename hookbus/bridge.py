@@ -12,9 +12,11 @@ the home's hooks, through ``hookbus serve`` when one answers, and writes the mer
 back the way the host obeys it.
 
 Exit 0 with the host's JSON on stdout (for Claude Code nothing, for Gemini CLI ``{}``, when
-there is nothing to say); exit 1 on a usage or config error, which both hosts report and
-treat as no opinion. Built-in modules only: ``hookbus.quickpath`` uses this on its way to a
-server.
+there is nothing to say). What hookbus itself cannot decide is decided as the hooks' own
+on_error says (``hookbus.hostcmd``, the command line's part); a bare exit 1, which both
+hosts take for "no opinion", is left for a readable envelope that names no event, and for
+a failure no fail-closed hook could have caught. Built-in modules only:
+``hookbus.quickpath`` uses this on its way to a server.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from hookbus.claude_names import DEFAULT_NAMES, ToolNames, envelope_to_vix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
     from typing import Any, Callable, Mapping
 
     Renderer = Callable[[str, str, "dict[str, Any]", ToolNames, "str | None"], "dict[str, Any]"]
@@ -192,6 +193,8 @@ CLAUDE_CODE = Host(
     hears_permission=True,
     says_empty=False,
 )
+
+
 class GeminiHost(Host):
     """Gemini CLI (0.61.0), where it differs from what a Host assumes of its host."""
 

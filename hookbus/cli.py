@@ -536,7 +536,10 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "load problems. Async hooks finish before it exits. "
         "When a `hookbus serve` of the same home answers on the socket, the server runs the "
         "hooks (same output, same exit codes; async hooks finish there); --no-server runs "
-        "them here.",
+        "them here, as does a server that runs nothing (busy, stopped, refusing). A server "
+        "that stops answering after it started the hooks, and an envelope nested deeper than "
+        "10,000 levels, are decided without running them: each matching hook fails under its "
+        "on_error.",
         _add_emit,
     ),
     "explain": (
@@ -592,7 +595,10 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "event (SessionStart is ThreadStart; Bash, Write, file_path... become bash, "
         "write_file, path...), through a `hookbus serve` when one answers, and print the "
         "merged decision as Claude Code's hook output (exit 0). Events with no counterpart "
-        "print nothing. Exit 1 on a usage or config error (Claude Code then goes on).",
+        "print nothing. When hookbus cannot decide (an envelope it cannot read whole, a server "
+        "that stops answering, a bus that cannot start), each hook that could match fails "
+        "under its own on_error: a fail-closed one denies. Exit 1 only when none could have "
+        "(Claude Code then goes on, and shows stderr).",
         _add_host_hook,
     ),
     "gemini-cli-hook": (
@@ -603,7 +609,9 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "PreCompact; run_shell_command, replace, file_path... become bash, edit_file, "
         "path...), through a `hookbus serve` when one answers, and print the merged decision "
         "as Gemini CLI's hook output (exit 0; {} when there is nothing to say, and for events "
-        "with no counterpart). Exit 1 on a usage or config error (Gemini CLI then goes on).",
+        "with no counterpart). When hookbus cannot decide, each hook that could match fails "
+        "under its own on_error: a fail-closed one denies. Exit 1 only when none could have "
+        "(Gemini CLI then goes on, and shows stderr).",
         _add_host_hook,
     ),
     "import": (
