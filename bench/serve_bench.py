@@ -10,7 +10,7 @@ so that a noisy neighbour hits both alike.
   process, through serve vs through a bare asyncio JSON-lines server (``EchoProtocol``, a
   process too) that json.loads each line and answers what serve answers; same client code,
   same request bytes. The servers' CPU time a request is shown beside it.
-- serve one sync: one sync ``exit 0`` command hook emitted through serve (hookbus.client)
+- serve one sync: one sync ``exit 0`` command hook emitted through serve (hookbus.serve.client)
   vs ``subprocess.run(["bash", "-c", "exit 0"])`` in the bench process.
 - serve CLI emit: the ``hookbus`` console script (what an installed user runs) with a live
   server vs ``python -c pass``, fresh processes, same environment, bytecode cached, in a
@@ -369,7 +369,7 @@ def serve_rtt(work: Path, report: Reporter, rounds: int) -> None:
 
 
 def serve_one_sync(work: Path, report: Reporter, rounds: int) -> None:
-    from hookbus.client import Client
+    from hookbus.serve.client import Client
 
     home = work / "serve-one-sync"
     write_hooks(home, {"one": {"trigger": {"event": "PreToolUse"}, "mode": "sync", "command": "exit 0"}})
@@ -392,7 +392,7 @@ def serve_one_sync(work: Path, report: Reporter, rounds: int) -> None:
         emits, spawned = alternated(rounds, [lambda: per_call(emit, calls), lambda: per_call(spawn, calls)])
     report(
         "serve one sync", median_ratio(emits, spawned), 1.25, "x",
-        f"emit through `hookbus serve` (hookbus.client.Client) {statistics.median(emits) * 1e3:.3f} ms vs "
+        f"emit through `hookbus serve` (hookbus.serve.client.Client) {statistics.median(emits) * 1e3:.3f} ms vs "
         f"subprocess.run in the bench process {statistics.median(spawned) * 1e3:.3f} ms (bash -c 'exit 0', "
         f"envelope on stdin; {calls} calls a batch)",
     )
@@ -510,7 +510,7 @@ def serve_cli(work: Path, report: Reporter, rounds: int) -> None:
         for side in sides:
             side()  # warm up: bytecode written, page cache filled
         served, python, local, served_wheel, python_wheel, bridge = alternated(rounds, sides)
-    if "hookbus.quickpath" not in modules or {"hookbus.cli", "hookbus.bus"} & set(modules):
+    if "hookbus.serve.quickpath" not in modules or {"hookbus.cli", "hookbus.bus"} & set(modules):
         raise RuntimeError("hookbus emit did not take the quick path to the server (hookbus.cli or hookbus.bus imported)")
     stdlib = set(sys.stdlib_module_names)
     extra = sorted({name for name in modules if name.split(".")[0] not in stdlib} - set(bare))
@@ -697,7 +697,7 @@ def profiled_serve_main(output: str, arguments: list[str]) -> int:
 
 def profile_main(work: str, load: str) -> int:
     """Serve a home under cProfile (every thread) while ``load`` runs against it: "rtt" (one
-    blocking client, no-match emits), "sync" (hookbus.client, the one sync hook) or "load"
+    blocking client, no-match emits), "sync" (hookbus.serve.client, the one sync hook) or "load"
     (8 client processes for 3 s); print where the server's time goes."""
     import pstats
 
@@ -718,7 +718,7 @@ def profile_main(work: str, load: str) -> int:
             finally:
                 clients.close()
         elif load == "sync":
-            from hookbus.client import Client
+            from hookbus.serve.client import Client
 
             with Client(path) as client:
                 calls = 1000

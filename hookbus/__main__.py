@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from hookbus.quickpath import main
+from hookbus.serve.quickpath import main
 
 raise SystemExit(main())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import attrs
 
-from hookbus.rendezvous import home_root
+from hookbus.homepath import home_root
 
 
 @attrs.frozen

@@ -17,7 +17,7 @@ from hookbus.errors import Problem, SpecError
 from hookbus.files import decode_document, read_capped
 from hookbus.home import Home
 from hookbus.permissions import STRICT_MODES_SETTING, check_permissions
-from hookbus.rendezvous import TRUTHY
+from hookbus.homepath import TRUTHY
 
 
 

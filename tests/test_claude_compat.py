@@ -20,7 +20,7 @@ import pytest
 
 from conftest import HookWriter, read_log
 from hookbus import HookBus
-from hookbus.bridge import claude_output
+from hookbus.hosts.bridge import claude_output
 from hookbus.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, ToolNames, envelope_to_claude, envelope_to_vix
 from servekit import BUILT_INS, Served, environment, imported_modules
 
@@ -560,7 +560,7 @@ def test_the_bridge_imports_only_built_in_modules_on_its_way_to_a_server(write_h
         result, imported = imported_modules("-m", "hookbus", "claude-code-hook", "--home", str(home), input=json.dumps(CLAUDE_BASH))
     assert result.returncode == 0
     assert {name for name in imported if not name.startswith("hookbus.")} <= BUILT_INS | {"hookbus"}, sorted(imported)
-    assert not {"hookbus.cli", "hookbus.client", "hookbus.bus"} & imported
+    assert not {"hookbus.cli", "hookbus.serve.client", "hookbus.bus"} & imported
     assert "permissionDecision" in result.stdout
 
 

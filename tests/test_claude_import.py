@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from hookbus.bridge_install import bridge_command, install_bridge, is_bridge_command
-from hookbus.claude_import import (
+from hookbus.hosts.install import bridge_command, install_bridge, is_bridge_command
+from hookbus.hosts.claude_import import (
     MAX_ID_LENGTH,
     base_id,
     format_timeout,

@@ -20,9 +20,9 @@ from typing import Any, Callable
 import pytest
 
 from conftest import read_log
-from hookbus.bridge import GEMINI_CLI, gemini_output
-from hookbus.bridge_install import GEMINI_CLI as GEMINI_INSTALL
-from hookbus.bridge_install import install_bridge, is_bridge_command
+from hookbus.hosts.bridge import GEMINI_CLI, gemini_output
+from hookbus.hosts.install import GEMINI_CLI as GEMINI_INSTALL
+from hookbus.hosts.install import install_bridge, is_bridge_command
 from hookbus.claude_names import envelope_to_vix
 from hookbus.gemini_names import GEMINI_EVENT, GEMINI_TOOLS, VIX_EVENT
 from servekit import Served, environment

@@ -132,3 +132,44 @@ def test_the_checker_finds_a_cycle_and_ignores_type_checking() -> None:
     assert cycles(graph) == [["a", "b", "c"]]
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\nelse:\n    import y\ndef f():\n    import z\n"
     assert [name for name, _ in runtime_imports(ast.parse(source))] == ["typing", "y", "z"]
+
+
+#: The edges: what a host or a person touches. They may import the engine; never the reverse.
+EDGES = ("hookbus.cli", "hookbus.serve", "hookbus.hosts")
+#: Old paths of moved modules, kept working: each only re-exports its edge module.
+SHIMS = ("hookbus.client", "hookbus.protocol", "hookbus.quickpath")
+#: How many modules the top of hookbus/ may hold: the engine, and the few public shims.
+MAX_TOP_MODULES = 53
+
+
+def _in(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(f"{package}.") for package in packages)
+
+
+def test_imports_only_go_downward_from_the_edges_to_the_engine() -> None:
+    """The engine (hookbus's top-level modules and the built-in plugins) never imports an
+    edge, not even lazily: the tree says where a newcomer is, and the engine can be read,
+    tested and embedded without the command line, the server or the host bridges."""
+    upward = {
+        module: sorted(target for target in targets if _in(target, EDGES))
+        for module, targets in import_graph().items()
+        if not _in(module, EDGES) and module not in (*SHIMS, "hookbus.__main__")
+    }
+    assert not {module: targets for module, targets in upward.items() if targets}
+
+
+def test_the_top_of_the_package_stays_small() -> None:
+    top = [path.stem for path in (ROOT / "hookbus").glob("*.py") if path.stem not in ("__init__", "__main__")]
+    assert len(top) <= MAX_TOP_MODULES, sorted(top)
+    for package in EDGES:
+        assert (ROOT / package.replace(".", "/") / "__init__.py").is_file(), package
+
+
+def test_the_old_public_paths_still_import() -> None:
+    import importlib
+
+    from hookbus.serve import client, protocol, quickpath
+
+    assert importlib.import_module("hookbus.client").Client is client.Client
+    assert importlib.import_module("hookbus.protocol").HOOK_NOT_FOUND == protocol.HOOK_NOT_FOUND
+    assert importlib.import_module("hookbus.quickpath").main is quickpath.main

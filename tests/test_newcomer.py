@@ -22,7 +22,7 @@ import pytest
 
 from conftest import atomic_write, read_log, wait_until
 from hookbus import HookBus
-from hookbus.tables import ELLIPSIS, cut
+from hookbus.cli.tables import ELLIPSIS, cut
 from servekit import Served, environment
 
 pytestmark = pytest.mark.timeout(90)
@@ -248,7 +248,7 @@ def test_colour_on_a_terminal_and_never_when_piped_or_no_color(write_hook: Write
 
 def test_version_and_a_line_for_every_verb() -> None:
     from hookbus import __version__
-    from hookbus.cli import VERBS
+    from hookbus.cli.verbs import VERBS
 
     assert hookbus("--version").stdout == f"hookbus {__version__}\n"
     usage = hookbus("--help").stdout

@@ -244,12 +244,12 @@ SOCKET_CASES: list[dict[str, str]] = [
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("overrides", SOCKET_CASES, ids=[json.dumps(case) for case in SOCKET_CASES])
 def test_default_socket_is_the_python_clients(tmp_path: Path, overrides: dict[str, str]) -> None:
-    """socketPath() and homeRoot() give what hookbus.rendezvous gives, in the same
+    """socketPath() and homeRoot() give what hookbus.serve.rendezvous gives, in the same
     environment and working directory."""
     assert NODE is not None
     env = node_env(tmp_path, **overrides)
     python = subprocess.run(
-        [sys.executable, "-c", "from hookbus.rendezvous import *; print(socket_path(None, home_root()))"],
+        [sys.executable, "-c", "from hookbus.serve.rendezvous import *; print(socket_path(None, home_root()))"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30,
     )
     node = subprocess.run(

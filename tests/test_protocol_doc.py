@@ -1,12 +1,12 @@
 """docs/protocol.md and docs/protocol.schema.json hold what a real ``hookbus serve`` does.
 
 - The schema is a valid JSON Schema (draft 2020-12).
-- Against a real server, over a plain Unix socket (bytes, not hookbus.client): every
+- Against a real server, over a plain Unix socket (bytes, not hookbus.serve.client): every
   request sent and every response received is checked against the schema, for each
   method and for each error code a client can provoke; every request the server refuses
   as malformed is refused by the schema too.
 - Every ```json example in docs/protocol.md is a message of the schema, and every error
-  code of hookbus.protocol is documented there (and in the schema).
+  code of hookbus.serve.protocol is documented there (and in the schema).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any, Callable
 import pytest
 from jsonschema import Draft202012Validator
 
-from hookbus import protocol
-from hookbus.protocol import (
+from hookbus.serve import protocol
+from hookbus.serve.protocol import (
     HOOK_NOT_FOUND,
     HOOKS_DISABLED,
     INVALID_PARAMS,
@@ -40,7 +40,7 @@ from hookbus.protocol import (
     REQUEST_TOO_LARGE,
     SHUTTING_DOWN,
 )
-from hookbus.server import MAX_IN_FLIGHT
+from hookbus.serve.server import MAX_IN_FLIGHT
 from servekit import Raw, Served, wait_for
 
 Writer = Callable[..., Path]
@@ -413,7 +413,7 @@ def json_examples() -> list[str]:
 
 
 def error_codes() -> dict[int, str]:
-    """Every error code constant of hookbus.protocol, by value."""
+    """Every error code constant of hookbus.serve.protocol, by value."""
     return {
         value: name
         for name, value in vars(protocol).items()

@@ -1,4 +1,4 @@
-"""``hookbus``'s quick path to a live server (``hookbus.quickpath``): what it answers says
+"""``hookbus``'s quick path to a live server (``hookbus.serve.quickpath``): what it answers says
 exactly what the full command line says, and whatever it cannot answer the full command
 line gets whole, stdin included.
 

@@ -24,8 +24,8 @@ from typing import Any, Callable
 import pytest
 
 from conftest import read_log
-from hookbus.client import AsyncClient, Client, NoServer, OtherHome, RemoteError
-from hookbus.protocol import (
+from hookbus.serve.client import AsyncClient, Client, NoServer, OtherHome, RemoteError
+from hookbus.serve.protocol import (
     HOOK_NOT_FOUND,
     HOOKS_DISABLED,
     INVALID_PARAMS,
@@ -440,9 +440,9 @@ def test_the_server_path_of_emit_imports_only_built_in_modules(home: Path, write
     with Served(home):
         result, imported = imported_modules("-m", "hookbus", "emit", "PreToolUse", "--home", str(home), input='{"tool_name": "bash"}')
     assert result.returncode == 2 and json.loads(result.stdout)["behavior"] == "deny"
-    assert "hookbus.quickpath" in imported
+    assert "hookbus.serve.quickpath" in imported
     assert {name for name in imported if not name.startswith("hookbus.")} <= BUILT_INS | {"hookbus"}, sorted(imported)
-    assert not {"hookbus.cli", "hookbus.client", "hookbus.protocol"} & imported
+    assert not {"hookbus.cli", "hookbus.serve.client", "hookbus.serve.protocol"} & imported
 
 
 def test_a_request_that_names_another_home_is_refused_and_runs_nothing(home: Path, tmp_path: Path, write_hook: Writer) -> None:

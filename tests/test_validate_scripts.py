@@ -2,7 +2,7 @@
 
 A guard whose script is missing or not executable loaded fine, validate said ok, and every
 fire then failed open. Each case writes a real home, runs the real CLI, and asserts its
-exact lines; the parser's own cases (hookbus.scripts) show what it leaves unchecked.
+exact lines; the parser's own cases (hookbus.cli.scripts) show what it leaves unchecked.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import HookWriter
-from hookbus.scripts import script_uses
+from hookbus.cli.scripts import script_uses
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 

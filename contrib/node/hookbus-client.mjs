@@ -38,12 +38,12 @@ function expandUser(p) {
   return p === "~" || p.startsWith("~/") ? path.join(os.homedir(), p.slice(1)) : p;
 }
 
-/** The home's absolute path: `home`, else $VIX_HOME, else ~/.vix (as hookbus.rendezvous.home_root). */
+/** The home's absolute path: `home`, else $VIX_HOME, else ~/.vix (as hookbus.serve.rendezvous.home_root). */
 export function homeRoot(home) {
   return path.resolve(expandUser(home || process.env.VIX_HOME || "~/.vix"));
 }
 
-/** `socket`, else $HOOKBUS_SOCKET, else HOME/run/hookbus.sock (as hookbus.rendezvous.socket_path). */
+/** `socket`, else $HOOKBUS_SOCKET, else HOME/run/hookbus.sock (as hookbus.serve.rendezvous.socket_path). */
 export function socketPath(socket, home) {
   const chosen = socket || process.env.HOOKBUS_SOCKET || path.join(homeRoot(home), "run", "hookbus.sock");
   return path.resolve(expandUser(chosen));

@@ -1,5 +1,5 @@
 """The edges under attack: ``hookbus emit`` (quick path and full command line), ``hookbus
-serve``, ``hookbus.client`` and the Claude Code and Gemini CLI bridges.
+serve``, ``hookbus.serve.client`` and the Claude Code and Gemini CLI bridges.
 
 Promise 8: hookbus's own trouble is never a host's allow. Claude Code and Gemini CLI run a
 tool on anything but exit 2 or a JSON deny, so when hookbus cannot decide (an envelope it
@@ -28,7 +28,7 @@ import pytest
 
 from attackkit import FULL, attack
 from conftest import read_log
-from hookbus.client import AsyncClient, Client, NoAnswer, NotStarted
+from hookbus.serve.client import AsyncClient, Client, NoAnswer, NotStarted
 from hookbus.deepjson import MAX_NESTING
 from servekit import Raw, Served, environment, wait_for
 
@@ -307,14 +307,14 @@ def test_the_python_clients_bound_their_wait_on_a_stopped_server(home: Path, slo
     bash = {"tool_name": "bash", "tool_input": {"command": "ls"}}
     with Served(home) as served:
         path = served.wait_ready()
-        with attack(EDGES, "hookbus.client: a server stopped before the request"):
+        with attack(EDGES, "hookbus.serve.client: a server stopped before the request"):
             served.send(signal.SIGSTOP)
             try:
                 with Client(path, home=home) as client, pytest.raises(NotStarted, match="nothing ran"):
                     client.emit("PreToolUse", bash)
             finally:
                 served.send(signal.SIGCONT)
-        with attack(EDGES, "hookbus.client: a server stopped while its hooks run"):
+        with attack(EDGES, "hookbus.serve.client: a server stopped while its hooks run"):
             timer = stopped_after(served, 0.5)
             try:
                 with Client(path, home=home) as client, pytest.raises(NoAnswer, match="may have run"):
@@ -340,7 +340,7 @@ def test_the_python_clients_bound_their_wait_on_a_stopped_server(home: Path, slo
                     timer.join()
                     served.send(signal.SIGCONT)
 
-        with attack(EDGES, "hookbus.client.AsyncClient: a server stopped before, and while, its hooks run"):
+        with attack(EDGES, "hookbus.serve.client.AsyncClient: a server stopped before, and while, its hooks run"):
             asyncio.run(both())
 
 
@@ -349,7 +349,7 @@ def test_the_python_clients_bound_their_wait_on_a_stopped_server(home: Path, slo
 
 def limited_server(home: Path, **limits: int) -> Served:
     settings = "; ".join(f"server.{name} = {value}" for name, value in limits.items())
-    code = f"import sys; import hookbus.server as server; {settings}; from hookbus.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = f"import sys; import hookbus.serve.server as server; {settings}; from hookbus.cli.verbs import main; sys.exit(main(sys.argv[1:]))"
     return Served(home, python=("-c", code))
 
 

@@ -36,7 +36,7 @@ import pytest
 from attackkit import FIGURES, attack
 from conftest import read_log
 from hookbus import HookBus
-from hookbus.client import Client
+from hookbus.serve.client import Client
 from hookbus.decision import Decision
 from hookbus.recording import BackgroundWriter
 from hookbus.records import RunRecord, utc_timestamp

@@ -29,8 +29,8 @@ import pytest
 
 from attackkit import FIGURES, FOREIGN_UID, attack, needs_root, scale
 from conftest import read_log
-from hookbus.client import Client, UntrustedPeer
-from hookbus.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE, SERVER_BUSY
+from hookbus.serve.client import Client, UntrustedPeer
+from hookbus.serve.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE, SERVER_BUSY
 from servekit import Raw, Served, full_accept_queue, hookbus, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -322,7 +322,7 @@ def test_more_clients_than_the_server_has_descriptors_are_shed_and_it_recovers(h
         limit = (
             "-c",
             "import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (96, 96)); "
-            "from hookbus.cli import main; sys.exit(main(sys.argv[1:]))",
+            "from hookbus.cli.verbs import main; sys.exit(main(sys.argv[1:]))",
         )
         with Served(home, python=limit) as served:
             path = served.wait_ready()
@@ -454,7 +454,7 @@ def test_a_full_accept_queue_makes_a_client_wait_not_fail(home: Path) -> None:
 
 
 def test_a_queue_that_stays_full_is_a_clear_error(home: Path) -> None:
-    from hookbus.rendezvous import ServerBusy, connect
+    from hookbus.serve.rendezvous import ServerBusy, connect
 
     with attack(7, "the accept queue stays full past the client's connect timeout"):
         with Served(home) as served:
@@ -471,7 +471,7 @@ def test_a_queue_that_stays_full_is_a_clear_error(home: Path) -> None:
 def test_an_async_client_waits_for_a_full_queue_without_blocking_its_loop(home: Path) -> None:
     import asyncio
 
-    from hookbus.client import AsyncClient
+    from hookbus.serve.client import AsyncClient
 
     async def connect_while_ticking(path: str) -> tuple[Any, int]:
         ticks = 0

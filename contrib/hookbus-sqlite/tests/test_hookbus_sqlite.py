@@ -491,7 +491,7 @@ def test_hookbus_log_and_list_show_the_records_from_sqlite(home: TestHome, tmp_p
 # starts them with SIGINT ignored, which children inherit: give the CLI Ctrl-C back.
 FOLLOW = (
     "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "from hookbus.cli import main; sys.exit(main(sys.argv[1:]))"
+    "from hookbus.cli.verbs import main; sys.exit(main(sys.argv[1:]))"
 )
 
 

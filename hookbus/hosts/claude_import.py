@@ -30,7 +30,7 @@ converted (each hook is checked by hookbus's own parser before anything is writt
 writes nothing and exits 1. A hook directory that exists already is refused (unless
 ``--force``), or left alone when it holds exactly what the import would write.
 
-``--install-bridge`` does the opposite wiring (``hookbus.bridge_install``): it merges into
+``--install-bridge`` does the opposite wiring (``hookbus.hosts.install``): it merges into
 FILE (a Claude settings.json, or with ``gemini-cli`` a Gemini CLI one) hooks that send
 every event to ``hookbus claude-code-hook`` (``gemini-cli-hook``), which runs the home's
 hooks and answers the host.
@@ -49,13 +49,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from hookbus.bridge_install import CLAUDE_CODE, GEMINI_CLI, install_bridge, is_bridge_command
+from hookbus.hosts.install import CLAUDE_CODE, GEMINI_CLI, install_bridge, is_bridge_command
 from hookbus.claude_names import VIX_EVENT
 from hookbus.errors import did_you_mean, shorten
 from hookbus.events import EVENTS
 from hookbus.jsontext import json_type_name
-from hookbus.rendezvous import home_root
-from hookbus.settingsfile import ImportFailed, key_path, make_directory, read_json_file, write_atomically
+from hookbus.serve.rendezvous import home_root
+from hookbus.hosts.settingsfile import ImportFailed, key_path, make_directory, read_json_file, write_atomically
 from hookbus.terminal import printable
 
 if TYPE_CHECKING:
@@ -680,7 +680,7 @@ def _warn_unsafe_home(home: Path, err: TextIO) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from hookbus.clicore import UsageError
+    from hookbus.cli.core import UsageError
 
     if args.install_bridge:
         if args.force or args.plugin_root is not None:

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from hookbus.clicore import (
+from hookbus.cli.core import (
     EMIT_DRAIN_GRACE_SECONDS,
     Interrupts,
     ServerLost,
@@ -113,8 +113,8 @@ def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
 def cmd_list(args: argparse.Namespace) -> int:
     """The hooks of the home: as a server that serves it enforces them (asked over its
     socket), else as this process loads them. Writes nothing."""
-    from hookbus.tables import Style, wants_colour
-    from hookbus.views import hook_lines, hook_rows, plural
+    from hookbus.cli.tables import Style, wants_colour
+    from hookbus.cli.views import hook_lines, hook_rows, plural
 
     asked = ask_server(args, "status")
     if asked is not None:
@@ -150,9 +150,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from hookbus.layout import layout_findings
-    from hookbus.scripts import script_findings
-    from hookbus.views import plural
+    from hookbus.cli.layout import layout_findings
+    from hookbus.cli.scripts import script_findings
+    from hookbus.cli.views import plural
 
     with open_bus(args, quiet=True, read_only=True) as bus:
         snapshot = bus.snapshot
@@ -202,8 +202,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Why each hook fires or not, as a server that serves the home decides (asked over
     its socket), else as this process does."""
     from hookbus.eventnames import EVENT_NAMES, unknown_event_message
-    from hookbus.tables import Style, wants_colour
-    from hookbus.views import explain_lines
+    from hookbus.cli.tables import Style, wants_colour
+    from hookbus.cli.views import explain_lines
 
     if args.event not in EVENT_NAMES:
         raise UsageError(unknown_event_message(args.event))
@@ -251,8 +251,8 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from hookbus.tables import Style, wants_colour
-    from hookbus.views import log_header, record_line
+    from hookbus.cli.tables import Style, wants_colour
+    from hookbus.cli.views import log_header, record_line
 
     style = Style(wants_colour())
     header = [not args.json]
@@ -370,7 +370,7 @@ def _follow(
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """Every plugin: entry-point name, distribution and version, what it provides, status."""
-    from hookbus.tables import Style, table, wants_colour
+    from hookbus.cli.tables import Style, table, wants_colour
 
     with open_bus(args, quiet=True, read_only=True) as bus:
         rows: list[tuple[str, ...]] = []
@@ -411,8 +411,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     from hookbus.bus import HookBus
 
-    from hookbus.console import log_everything_to
-    from hookbus.views import plural
+    from hookbus.cli.console import log_everything_to
+    from hookbus.cli.views import plural
 
     log_everything_to(sys.stdout)
     stop = threading.Event()
@@ -442,14 +442,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from hookbus.serve import serve
+    from hookbus.serve.run import serve
 
     logging.getLogger("hookbus").setLevel(logging.INFO)  # reloads and refusals, for the journal
     return serve(args.home, args.socket)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from hookbus.demo import run_demo
+    from hookbus.cli.demo import run_demo
 
     return run_demo(keep=args.keep)
 
@@ -469,13 +469,13 @@ def _add_emit(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_host_hook(parser: argparse.ArgumentParser) -> None:
-    from hookbus.hostcmd import add_parser
+    from hookbus.hosts.command import add_parser
 
     add_parser(parser)
 
 
 def _add_import(parser: argparse.ArgumentParser) -> None:
-    from hookbus.claude_import import add_parser
+    from hookbus.hosts.claude_import import add_parser
 
     add_parser(parser)
 
@@ -673,7 +673,7 @@ def _verb_of(arguments: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None, *, undecided: str | None = None) -> int:
-    """The full command line. ``undecided``: ``hookbus.quickpath`` hands over an event whose
+    """The full command line. ``undecided``: ``hookbus.serve.quickpath`` hands over an event whose
     server may have run its hooks and gave no decision; they are not run again, and the
     decision is made as if each had failed for that reason."""
     try:
@@ -692,7 +692,7 @@ def _main(argv: Sequence[str] | None, undecided: str | None) -> int:
         args.home = None
     args.undecided = undecided
     if args.verb not in ("emit", "claude-code-hook", "gemini-cli-hook"):  # they log only in-process: a server is faster
-        from hookbus.console import log_to_stderr
+        from hookbus.cli.console import log_to_stderr
 
         log_to_stderr()
     try:

@@ -1,5 +1,5 @@
 """What ``hookbus list``, ``log`` and ``explain`` print for people: lines built from data,
-with headers and columns (``hookbus.tables``). The verbs choose the data; this lays it out.
+with headers and columns (``hookbus.cli.tables``). The verbs choose the data; this lays it out.
 
 Errors are kept apart from what a hook said (its reason or context): they are different
 questions ("did my hook work?" and "what did it decide?").
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from hookbus.tables import Style, cut, table
+from hookbus.cli.tables import Style, cut, table
 from hookbus.terminal import printable
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The error codes of ``hookbus serve``'s protocol (JSON-RPC 2.0's, and hookbus's own).
 
-It imports nothing: ``hookbus.quickpath``, which must not import json, reads them here;
-``hookbus.protocol`` re-exports them. ``docs/protocol.md`` is the user-facing contract.
+It imports nothing: ``hookbus.serve.quickpath``, which must not import json, reads them here;
+``hookbus.serve.protocol`` re-exports them. ``docs/protocol.md`` is the user-facing contract.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from hookbus.errors import (
     UnknownEventError,
 )
 from hookbus.dispatch import RUNNER_GRACE_SECONDS
-from hookbus.protocol import (
+from hookbus.serve.protocol import (
     HOOK_NOT_FOUND,
     HOOKBUS_ERROR,
     HOOKS_DISABLED,
@@ -50,7 +50,7 @@ from hookbus.protocol import (
     parse_request,
     result_response,
 )
-from hookbus.rendezvous import START_GRACE_SECONDS, STARTED, kernel_path, peer_uid, trusted_uid
+from hookbus.serve.rendezvous import START_GRACE_SECONDS, STARTED, kernel_path, peer_uid, trusted_uid
 from hookbus.reporting import ReportOnce
 from hookbus.workers import ElasticThreads, finished
 
@@ -505,7 +505,7 @@ class HookServer:
         snapshot = self.bus.snapshot
 
         def status() -> dict[str, Any]:
-            from hookbus.views import hook_rows
+            from hookbus.cli.views import hook_rows
 
             last_runs = {hook_id: _last_run(self.bus, hook_id) for hook_id in snapshot.hooks}
             return {

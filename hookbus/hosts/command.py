@@ -1,11 +1,11 @@
 """``hookbus claude-code-hook`` and ``hookbus gemini-cli-hook`` on the full command line:
-everything ``hookbus.quickpath`` does not answer on its way to a server.
+everything ``hookbus.serve.quickpath`` does not answer on its way to a server.
 
 The host runs the tool on anything but a deny, so nothing hookbus itself gets wrong may
 come out as its allow. An envelope it cannot read whole (nested too deeply, not UTF-8, not
 JSON), a server that took the request and then gave no answer, a bus that cannot start:
 each is decided as the home's hooks decide a failure (``HookBus.undecided``), and when not
-even that can run, by ``hookbus.lastresort``. The reason goes to stderr either way.
+even that can run, by ``hookbus.hosts.lastresort``. The reason goes to stderr either way.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from hookbus.bridge import HOSTS, BridgeInputError, Host
-from hookbus.clicore import (
+from hookbus.hosts.bridge import HOSTS, BridgeInputError, Host
+from hookbus.cli.core import (
     Interrupts,
     ServerLost,
     UnreadableEnvelope,
@@ -42,7 +42,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def cmd_host_hook(args: argparse.Namespace) -> int:
     """``hookbus claude-code-hook`` and ``hookbus gemini-cli-hook`` on the full command
-    line (``hookbus.quickpath`` answers the common case before this is imported)."""
+    line (``hookbus.serve.quickpath`` answers the common case before this is imported)."""
     return run_host_hook(args, HOSTS[args.verb])
 
 
@@ -147,8 +147,8 @@ def _print_answer(host: Host, host_event: str, event: str, envelope: dict[str, A
 def _last_resort(args: argparse.Namespace, host: Host, host_event: str | None, event: str | None, why: str) -> int:
     """Answer without the engine: deny when a fail-closed hook of ``event`` (of any event,
     when it is unknown) exists or cannot be ruled out; no opinion otherwise."""
-    from hookbus.lastresort import last_resort
-    from hookbus.rendezvous import home_root
+    from hookbus.hosts.lastresort import last_resort
+    from hookbus.serve.rendezvous import home_root
 
     deny, reason = last_resort(home_root(args.home), event, why)
     warn(f"hookbus {host.verb}: {reason}")

@@ -206,7 +206,7 @@ def decide_in_process(
     """Run ``event``'s hooks here, hand the decision to ``answer`` as soon as it is known,
     then wait for the async hooks (unless interrupted) and return it. ``undecided``: run
     none, and decide as if each matching hook had failed for that reason."""
-    from hookbus.console import log_to_stderr
+    from hookbus.cli.console import log_to_stderr
 
     log_to_stderr()
     bus = open_bus(args)
@@ -267,9 +267,9 @@ def ask_server(
     show is what the server enforces; emit and the bridges, for their decision."""
     import os
 
-    from hookbus.client import Client, NoAnswer, NoServer, OtherHome, RemoteError
-    from hookbus.protocol import SHUTTING_DOWN
-    from hookbus.rendezvous import home_root, in_process_reason
+    from hookbus.serve.client import Client, NoAnswer, NoServer, OtherHome, RemoteError
+    from hookbus.serve.protocol import SHUTTING_DOWN
+    from hookbus.serve.rendezvous import home_root, in_process_reason
 
     if in_process_reason(os.environ) is not None:
         return None

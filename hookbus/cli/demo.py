@@ -17,8 +17,8 @@ from typing import Any
 
 from hookbus.bus import HookBus
 from hookbus.chat_stub import StubChatServer
-from hookbus.tables import Style
-from hookbus.views import record_line
+from hookbus.cli.tables import Style
+from hookbus.cli.views import record_line
 from hookbus.home import Home
 
 _BLOCK_ENV_SCRIPT = r"""#!/usr/bin/env bash

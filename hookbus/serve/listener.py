@@ -13,7 +13,7 @@ import stat
 import time
 
 from hookbus.errors import HookBusError
-from hookbus.rendezvous import LOCK_NAME, NoServer, connect, reachable, run_dir
+from hookbus.serve.rendezvous import LOCK_NAME, NoServer, connect, reachable, run_dir
 
 logger = logging.getLogger("hookbus")
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from hookbus.jsontext import json_type_name
-from hookbus.rendezvous import home_root
-from hookbus.settingsfile import (
+from hookbus.serve.rendezvous import home_root
+from hookbus.hosts.settingsfile import (
     ImportFailed,
     create_exclusively,
     key_path,

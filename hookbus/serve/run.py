@@ -17,9 +17,9 @@ import threading
 from typing import Callable
 
 from hookbus.bus import HookBus
-from hookbus.listener import ServeLock, check_socket_dir, ensure_run_dir, listen, remove_socket
-from hookbus.rendezvous import default_socket_path, home_root, socket_path
-from hookbus.server import HookServer
+from hookbus.serve.listener import ServeLock, check_socket_dir, ensure_run_dir, listen, remove_socket
+from hookbus.serve.rendezvous import default_socket_path, home_root, socket_path
+from hookbus.serve.server import HookServer
 
 READY_MESSAGE = "hookbus serve: listening on {path}"
 

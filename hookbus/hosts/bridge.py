@@ -13,10 +13,10 @@ back the way the host obeys it.
 
 Exit 0 with the host's JSON on stdout (for Claude Code nothing, for Gemini CLI ``{}``, when
 there is nothing to say). What hookbus itself cannot decide is decided as the hooks' own
-on_error says (``hookbus.hostcmd``, the command line's part); a bare exit 1, which both
+on_error says (``hookbus.hosts.command``, the command line's part); a bare exit 1, which both
 hosts take for "no opinion", is left for a readable envelope that names no event, and for
 a failure no fail-closed hook could have caught. Built-in modules only:
-``hookbus.quickpath`` uses this on its way to a server.
+``hookbus.serve.quickpath`` uses this on its way to a server.
 """
 
 from __future__ import annotations
