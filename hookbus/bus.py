@@ -26,7 +26,7 @@ from hookbus.plugins import build_plugin_manager, build_runner_table, call_each,
 from hookbus.prompts import prompt_sender
 from hookbus.publisher import SnapshotPublisher
 from hookbus.recorders import Recorders
-from hookbus.records import RunRecord, utc_timestamp
+from hookbus.records import RunRecord, envelope_tool_name, utc_timestamp
 from hookbus.redaction import install_log_redaction
 from hookbus.stopguard import StopMemory
 from hookbus.workers import finished as _done
@@ -250,7 +250,7 @@ class HookBus:
     def _settle(self, event: str, envelope: Mapping[str, Any], outcome: Merged, merged: list[Merged] | None) -> Decision:
         """Record every run of an emit, tell ``explain`` how it merged, remember how a stop
         was answered: then the decision is the caller's."""
-        for record in outcome.records(event):
+        for record in outcome.records(event, envelope_tool_name(envelope)):
             self._recorders.record(record)
         if merged is not None:
             merged.append(outcome)
@@ -289,6 +289,7 @@ class HookBus:
                     RunRecord(
                         at=at, hook_id=hook.id, event=event, mode="async", status="error", duration=0.0,
                         error=error, decision={"behavior": "allow"}, note=UNDECIDED_NOTE,
+                        tool_name=envelope_tool_name(envelope),
                     )
                 )
         if not runs:

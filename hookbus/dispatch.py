@@ -26,7 +26,7 @@ import attrs
 from hookbus.cancel import CancelToken
 from hookbus.decision import Outcome
 from hookbus.events import check_modify_input
-from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, utc_timestamp
+from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, envelope_tool_name, utc_timestamp
 from hookbus.runners import HookCall
 from hookbus.workers import clamp_wait
 
@@ -209,12 +209,12 @@ class Dispatcher:
         hook, event, full, payload, manual, settings = job
         _, outcome, at, duration = self.run(hook, event, full, payload, settings, cancel)
         # What trigger() returns is the record as recorded: secrets masked there too.
-        return self._record(_async_record(hook, event, outcome, at, duration, manual))
+        return self._record(_async_record(hook, event, outcome, at, duration, manual, envelope_tool_name(full)))
 
     def _record_cancelled(self, job: AsyncJob, reason: str) -> None:
         """A queued async job that close() ended before it started: recorded, not lost."""
-        hook, event, _, _, manual, _ = job
-        self._record(_async_record(hook, event, Outcome.fail_open(reason), utc_timestamp(), 0.0, manual))
+        hook, event, full, _, manual, _ = job
+        self._record(_async_record(hook, event, Outcome.fail_open(reason), utc_timestamp(), 0.0, manual, envelope_tool_name(full)))
 
     def interrupt(self, reason: str) -> None:
         """Cancel every hook running now, sync and async, and every one not started yet."""
@@ -289,7 +289,9 @@ def _wait_for(hook: Hook, job: StartedJob, submitted: tuple[float, float]) -> Ru
             return hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(wall), time.monotonic() - monotonic
 
 
-def _async_record(hook: Hook, event: str, outcome: Outcome, at: str, duration: float, manual: bool) -> RunRecord:
+def _async_record(
+    hook: Hook, event: str, outcome: Outcome, at: str, duration: float, manual: bool, tool_name: str | None
+) -> RunRecord:
     return RunRecord(
         at=at,
         hook_id=hook.id,
@@ -302,4 +304,5 @@ def _async_record(hook: Hook, event: str, outcome: Outcome, at: str, duration: f
         decision=outcome.as_dict(),
         note=outcome.note,
         manual=manual,
+        tool_name=tool_name,
     )

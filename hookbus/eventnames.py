@@ -19,5 +19,32 @@ EVENT_NAMES: tuple[str, ...] = (
 
 
 def unknown_event_message(event: str) -> str:
-    """What the bus, the server and the CLI all say about an event name that is not one."""
-    return f"unknown event {event!r}; events are {', '.join(EVENT_NAMES)}"
+    """What the bus, the server and the CLI all say about an event name that is not one:
+    ``unknown event 'preToolUse'; events are PreToolUse, ... (did you mean 'PreToolUse'?)``.
+    The suggestion comes last, so that the start of the message stays what clients match."""
+    suggestion = suggest_event(event)
+    hint = f" (did you mean {suggestion[0]!r}?{suggestion[1]})" if suggestion else ""
+    return f"unknown event {event!r}; events are {', '.join(EVENT_NAMES)}{hint}"
+
+
+def suggest_event(event: str) -> tuple[str, str] | None:
+    """The event ``event`` most likely meant, and why when it is not a spelling (another
+    host's name for it); None when nothing is close. Only a mistake pays for this."""
+    folded = event.strip().lower()
+    for name in EVENT_NAMES:
+        if name.lower() == folded:
+            return name, ""
+    # Hosts' names for the same events: a Claude Code or Gemini CLI user types their own.
+    # (Lazily: these modules are the bridges', on built-in modules only.)
+    from hookbus.claude_names import VIX_EVENT as CLAUDE_EVENTS
+    from hookbus.gemini_names import VIX_EVENT as GEMINI_EVENTS
+
+    for host, names in (("Claude Code", CLAUDE_EVENTS), ("Gemini CLI", GEMINI_EVENTS)):
+        for theirs, ours in names.items():
+            if theirs != ours and theirs.lower() == folded:
+                return ours, f" {theirs} is {host}'s name for it"
+    import difflib
+
+    lowered = {name.lower(): name for name in EVENT_NAMES}
+    close = difflib.get_close_matches(folded, list(lowered), n=1, cutoff=0.6)
+    return (lowered[close[0]], "") if close else None

@@ -16,7 +16,7 @@ from hookbus.jsontext import json_type_name
 from hookbus.errors import SpecError, json_limit_message
 from hookbus.jsontext import LONE_SURROGATE
 from hookbus.permissions import check_permissions
-from hookbus.trust import entry_refusals
+from hookbus.trust import STATE_FILES, entry_refusals
 
 if TYPE_CHECKING:
     from hookbus.home import Home
@@ -117,6 +117,8 @@ class SpecFile:
     dir_stat: os.stat_result
     #: What ``inspect`` returned for the open directory.
     inspected: Any = None
+    #: Every entry of the directory as listed, with its inode: (name, inode).
+    entries: tuple[tuple[str, int], ...] = ()
 
 
 def read_spec_file(
@@ -147,7 +149,11 @@ def read_spec_file(
         # One listing serves both: which spec file there is (no open of one that is not
         # there), and the check of the files beside it. A cold load of 1,000 hooks makes
         # some ten system calls a hook; this saves four of them.
-        listing = os.listdir(dir_fd)
+        # scandir, not listdir: the same one read of the directory also gives each entry's
+        # inode (d_ino, no stat), from which a rescan tells a file replaced by rename.
+        with os.scandir(dir_fd) as scanned:
+            entries = tuple((entry.name, entry.inode()) for entry in scanned)
+        listing = [name for name, _ in entries]
         present = set(listing)
         found: list[tuple[str, str, int]] = []
         try:
@@ -176,7 +182,7 @@ def read_spec_file(
         except SpecError as exc:
             raise LoadError(path, exc.message) from None
         inspected = inspect(dir_fd, listing) if inspect is not None else None
-        return SpecFile(path, kind, data, file_stat, dir_stat, inspected)
+        return SpecFile(path, kind, data, file_stat, dir_stat, inspected, entries)
     finally:
         os.close(dir_fd)
 
@@ -244,6 +250,14 @@ def is_ignored_name(name: str) -> bool:
         or name.endswith(("~", ".swp", ".swx", ".tmp"))
         or (name.startswith("#") and name.endswith("#"))
     )
+
+
+def is_part_of_hook(name: str) -> bool:
+    """Whether the entry ``name`` of a hook directory is part of the hook, so that a change
+    to it is a change of the hook: not the state.json hookbus replaces after every fire (nor
+    its temporaries, ``.state.json.<pid>.<n>.tmp``), nor an editor's temporary or backup,
+    nor anything hidden."""
+    return name not in STATE_FILES and not is_ignored_name(name)
 
 
 def config_signature(home: Home) -> tuple[tuple[str, tuple[int, ...] | None], ...]:

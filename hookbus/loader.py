@@ -16,7 +16,7 @@ import attrs
 
 from hookbus.claude_names import ToolNames
 from hookbus.errors import Problem, SpecError, SpecErrors
-from hookbus.files import LoadError, SpecFile, decode_document, is_ignored_name, read_spec_file
+from hookbus.files import LoadError, SpecFile, decode_document, is_ignored_name, is_part_of_hook, read_spec_file
 from hookbus.home import Home
 from hookbus.permissions import check_permissions
 from hookbus.registry import SPEC_NAMES, Snapshot
@@ -43,12 +43,20 @@ class LoadEvent:
         return f"{self.kind} {self.subject}" + (f": {self.detail}" if self.detail else "")
 
 
+#: What a rescan compares to know whether a hook directory changed since it was read: the
+#: directory's identity, owner and mode; the lstat of each spec file name; and the name and
+#: inode of every entry that is part of the hook (``is_part_of_hook``). Not the directory's
+#: times: the recorder replaces state.json after every fire, which changes them, and a
+#: hook's own state is no change of the hook.
+Signature = tuple[tuple[int, ...], tuple[tuple[str, int], ...]]
+
+
 @attrs.frozen
 class HookState:
     """What the loader knows of one hook directory."""
 
-    #: The stat of the directory and its spec files when last read.
-    signature: tuple[int, ...]
+    #: The directory and its entries when last read.
+    signature: Signature
     #: The hook in effect: the file's current version, or its last good one.
     hook: Hook | None
     #: Why the file as it is on disk is not in effect.
@@ -69,6 +77,7 @@ def _is_text(name: str) -> bool:
 
 
 _ABSENT = (0, 0, 0, 0, 0, 0)
+_ABSENT_DIRECTORY = (0, 0, 0)
 #: Entries of a hook directory its file check passes over: hookbus's own state.json, and
 #: the spec file, which is checked on the fstat of what was read.
 _NOT_CHECKED_AGAIN = (*STATE_FILES, *(name for name, _ in SPEC_NAMES))
@@ -78,24 +87,43 @@ def _stat_part(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
 
 
-def _signature(directory: str) -> tuple[int, ...]:
-    """The lstat of a hook directory and its possible spec files: a rescan re-reads a
-    directory only when this changed."""
-    parts: list[int] = []
-    for path in (directory, *(os.path.join(directory, name) for name, _ in SPEC_NAMES)):
+def _directory_part(info: os.stat_result) -> tuple[int, ...]:
+    # Who may change it and which directory it is; its times change with every entry
+    # made or renamed in it, state.json included, and the entries are compared one by one.
+    return (info.st_ino, info.st_mode, info.st_uid)
+
+
+def _entries_part(entries: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(entry for entry in entries if is_part_of_hook(entry[0])))
+
+
+def _signature(directory: str) -> Signature:
+    """The signature of a hook directory as it is now: a rescan re-reads the directory
+    only when this differs from the one taken when it was read."""
+    try:
+        parts = list(_directory_part(os.lstat(directory)))
+    except OSError:
+        parts = list(_ABSENT_DIRECTORY)
+    for path in (os.path.join(directory, name) for name, _ in SPEC_NAMES):
         try:
             parts += _stat_part(os.lstat(path))
         except OSError:
             parts += _ABSENT
-    return tuple(parts)
+    try:
+        with os.scandir(directory) as scanned:
+            entries = _entries_part((entry.name, entry.inode()) for entry in scanned)
+    except OSError:
+        entries = ()
+    return tuple(parts), entries
 
 
-def _signature_of(spec: SpecFile) -> tuple[int, ...]:
-    """The same signature, from the fstat of what was read: no extra system calls."""
-    parts = list(_stat_part(spec.dir_stat))
+def _signature_of(spec: SpecFile) -> Signature:
+    """The same signature, from the fstat and the listing of what was read: no extra
+    system calls."""
+    parts = list(_directory_part(spec.dir_stat))
     for _, kind in SPEC_NAMES:
         parts += _stat_part(spec.file_stat) if kind == spec.kind else _ABSENT
-    return tuple(parts)
+    return tuple(parts), _entries_part(spec.entries)
 
 
 class HookLoader:
@@ -140,6 +168,12 @@ class HookLoader:
     def load_errors(self) -> dict[str, str | None]:
         """Each hook's current load error (None when its file loads)."""
         return {hook_id: state.error_text for hook_id, state in self.states.items()}
+
+    def outcome(self) -> tuple[object, ...]:
+        """What the loads so far decided, to compare before and after a rescan: each hook
+        directory's state (a directory re-read gets a new one, with a new signature) and
+        the problems of the home and of the hooks directory."""
+        return (self.home_problem, self.root_problem, self.root_warning, tuple(self.states.items()))
 
     # -- loading ------------------------------------------------------------------------
 
@@ -288,7 +322,7 @@ class HookLoader:
 
     @staticmethod
     def _failed(
-        signature: tuple[int, ...], previous: HookState | None, problems: list[Problem]
+        signature: Signature, previous: HookState | None, problems: list[Problem]
     ) -> HookState:
         """Keep the last good version in effect, if there is one."""
         kept = previous.hook if previous is not None else None

@@ -49,12 +49,14 @@ class Merged:
     #: What became of each hook's answer, by hook id, when it was not simply taken.
     notes: Mapping[str, str]
 
-    def records(self, event: str) -> list[RunRecord]:
-        """One record per run, what the hook said and the note on it."""
+    def records(self, event: str, tool_name: str | None = None) -> list[RunRecord]:
+        """One record per run, what the hook said and the note on it, and the call
+        (``tool_name``) it said it of."""
         return [
             RunRecord(
                 at=at, hook_id=hook.id, event=event, mode="sync", status=outcome.behavior, duration=duration,
                 error=outcome.error, decision=outcome.as_dict(), note=_joined(outcome.note, self.notes.get(hook.id)),
+                tool_name=tool_name,
             )
             for hook, outcome, at, duration in self.runs
         ]

@@ -16,7 +16,7 @@ from hookbus.cancel import CancelToken
 from hookbus.decision import Failure
 from hookbus.settings import Settings
 
-NO_PROVIDER = "no prompt provider configured (see README: prompt hooks)"
+NO_PROVIDER = "no prompt provider configured (see docs/hooks.md: prompt hooks)"
 
 
 class PromptError(Exception):

@@ -131,8 +131,9 @@ class SnapshotPublisher:
         self.apply(
             hook_ids=change.hook_ids,
             settings=change.settings,
-            rescan=bool(change.rescan) or change.config,
+            rescan=bool(change.rescan or change.sweep) or change.config,
             force=change.config,
+            sweep=change.only_sweep,
         )
 
     def apply(
@@ -141,15 +142,19 @@ class SnapshotPublisher:
         settings: bool = False,
         rescan: bool = False,
         force: bool = False,
+        sweep: bool = False,
     ) -> None:
         """Reload what changed and publish a new snapshot whole, under the reload lock.
 
         Settings feed every hook's validation (strict modes, plugin options), so a settings
-        change re-reads every hook; a rescan re-reads those whose stat changed.
+        change re-reads every hook; a rescan re-reads those whose stat changed. ``sweep``:
+        this rescan is the watcher's periodic safety net, which publishes (and logs)
+        nothing when it found nothing changed, so that a quiet home keeps its generation.
         """
         with self._reload_lock:
             loader = self._loader
             loader.verbose = load_logger.isEnabledFor(logging.INFO)
+            before = loader.outcome() if sweep else None
             events = []
             if settings or rescan or force:
                 events += loader.check_home()
@@ -163,6 +168,12 @@ class SnapshotPublisher:
                 events += loader.scan(force=force)
             else:
                 events += loader.reload(hook_ids)
+            if sweep:
+                if loader.outcome() == before:
+                    return
+                # Changes the watch missed (an inotify queue overflow, which watchfiles does
+                # not report), or is about to report: worth a line in the journal either way.
+                load_logger.info("the periodic sweep of %s found changes", self.home.hooks_dir)
             snapshot = loader.snapshot(self.snapshot.generation + 1)
             self._loaded(loader.load_errors())
             with self._published:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import attrs
 
@@ -12,6 +12,9 @@ from hookbus.durations import format_duration
 #: sync: what the hook said (a failed one says allow and carries error); async: done | error.
 Status = Literal["allow", "deny", "modify", "context", "done", "error"]
 CANCELLED_AT_SHUTDOWN = "cancelled at shutdown"
+#: A tool name longer than this is recorded cut, with ``…``: it comes from the model, and
+#: is repeated in every record of the emit (a real one is a few dozen characters).
+MAX_TOOL_NAME = 200
 
 
 def utc_timestamp(epoch: float | None = None) -> str:
@@ -47,6 +50,9 @@ class RunRecord:
     note: str | None = None
     #: True for ``bus.trigger`` / ``hookbus trigger``.
     manual: bool = False
+    #: The envelope's ``tool_name`` when it held one (a string): which call the hook
+    #: decided on. ``envelope_tool_name`` makes it from an envelope.
+    tool_name: str | None = None
 
     @property
     def is_async(self) -> bool:
@@ -67,7 +73,7 @@ class RunRecord:
             "duration": format_duration(duration_ms / 1000),
             "duration_ms": duration_ms,
         }
-        for key in ("thread_id", "decision", "note"):
+        for key in ("tool_name", "thread_id", "decision", "note"):
             value = getattr(self, key)
             if value is not None:
                 entry[key] = value
@@ -76,8 +82,9 @@ class RunRecord:
         return entry
 
     def state_run(self) -> dict[str, Any]:
-        """The entry in state.json's ``recent_runs``, with the fields the spec lists."""
-        return {
+        """The entry in state.json's ``recent_runs``, with the fields the spec lists, and
+        ``tool_name`` when the envelope had one."""
+        run = {
             "at": self.at,
             "status": self.status,
             "async": self.is_async,
@@ -86,6 +93,9 @@ class RunRecord:
             "thread_id": self.thread_id,
             "duration": format_duration(self.duration),
         }
+        if self.tool_name is not None:
+            run["tool_name"] = self.tool_name
+        return run
 
     @classmethod
     def from_log_entry(cls, entry: object) -> RunRecord:
@@ -106,6 +116,20 @@ class RunRecord:
                 decision=entry.get("decision"),
                 note=entry.get("note"),
                 manual=bool(entry.get("manual", False)),
+                tool_name=_text_or_none(entry.get("tool_name")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a run record: {exc}") from None
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def envelope_tool_name(envelope: Mapping[str, Any]) -> str | None:
+    """What a record keeps of the envelope's ``tool_name``: the string, cut to
+    MAX_TOOL_NAME characters; None when there is none, or it is not a string."""
+    name = envelope.get("tool_name")
+    if not isinstance(name, str):
+        return None
+    return name if len(name) <= MAX_TOOL_NAME else name[: MAX_TOOL_NAME - 1] + "…"

@@ -80,6 +80,13 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
         "title": "hookbus hook spec (hooks/<id>/hook.json)",
         "type": "object",
         "properties": {
+            # A hook.json may name this schema, for editors; the bus reads nothing from it.
+            "$schema": {
+                "type": "string",
+                "description": "Where an editor finds this schema, relative to the file: "
+                '"../../hook.schema.json" after `hookbus schema > HOME/hook.schema.json`. '
+                "hookbus reads nothing from it, and checks only that it is a string.",
+            },
             "id": {"type": "string", "description": "Must equal the hook's directory name."},
             "name": {"type": "string"},
             "enabled": {"type": "boolean", "default": True},

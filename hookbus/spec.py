@@ -39,6 +39,9 @@ KNOWN_PROVIDERS: dict[str, str] = {
 }
 #: Keys that are mutually exclusive spellings of one action, with a message of their own.
 EXCLUSIVE_PAIRS: tuple[tuple[str, str], ...] = (("workflow_id", "workflow"),)
+#: Where an editor finds the JSON Schema of the file (``hookbus schema``), as JSON Schema
+#: itself spells it. The bus never reads what it names: a string, and nothing else.
+SCHEMA_KEY = "$schema"
 
 
 @attrs.frozen
@@ -306,16 +309,27 @@ def parse_hook(
     base: dict[str, Any] = {}
     candidates: list[str] = []
     unknown: list[str] = []
+    schema_errors: list[SpecError] = []
     for key, value in document.items():
         if key in _SPEC_FIELD_SET:
             base[key] = value
+        elif key == SCHEMA_KEY:
+            if not isinstance(value, str):
+                message = (
+                    f"expected a string, got {json_type_name(value)}: the path or URL of the "
+                    'JSON Schema, for editors (e.g. "../../hook.schema.json", written by '
+                    "`hookbus schema > HOME/hook.schema.json`), or leave it out"
+                )
+                schema_errors.append(SpecError(message, f"$.{SCHEMA_KEY}"))
         elif runners.get(key) is not None or key in KNOWN_PROVIDERS:
             candidates.append(key)
         else:
             unknown.append(key)
     action_key, errors = _check_actions(candidates, runners)
+    errors += schema_errors
     if unknown:
-        errors += _unknown_keys(unknown, SPEC_FIELDS + runners.keys(), "$", plugin_hint=not candidates)
+        known = (*SPEC_FIELDS, SCHEMA_KEY, *runners.keys())
+        errors += _unknown_keys(unknown, known, "$", plugin_hint=not candidates)
     trigger = base.get("trigger")
     if isinstance(trigger, dict):
         unknown = [key for key in trigger if key not in TRIGGER_FIELDS]

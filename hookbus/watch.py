@@ -6,7 +6,9 @@
   ``workflow.json``) are single files that editors replace by rename, so they are polled by
   stat on every wake-up (at least every 250 ms).
 - watchfiles drops inotify's queue-overflow notice, so a stat-only sweep of every hook
-  directory runs every 30 s as a safety net; a watcher error or a restart rescans too.
+  directory runs every 30 s as a safety net; a watcher error or a restart rescans too. A
+  sweep that finds nothing changed publishes nothing: state.json, which the recorder
+  replaces after every fire, is no change of its hook, here or in the sweep.
 - An error restarts the watch (with backoff); a thread that died is noticed and restarted
   by ``ensure_running``. Reloading never stops silently.
 """
@@ -22,9 +24,8 @@ from typing import Callable, Iterable
 
 import attrs
 
-from hookbus.files import config_signature, file_signature
+from hookbus.files import config_signature, file_signature, is_ignored_name
 from hookbus.home import Home
-from hookbus.files import is_ignored_name
 from hookbus.trust import STATE_FILES
 from hookbus.trust import walk as trust_walk
 
@@ -45,9 +46,17 @@ class ChangeSet:
     config: bool = False
     #: Why every hook directory must be looked at again, when it must.
     rescan: str | None = None
+    #: The periodic sweep is due: every hook directory's stat is looked at again, and those
+    #: that changed re-read (nothing is published when none did).
+    sweep: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.hook_ids or self.settings or self.config or self.rescan)
+        return bool(self.hook_ids or self.settings or self.config or self.rescan or self.sweep)
+
+    @property
+    def only_sweep(self) -> bool:
+        """Whether the sweep is all there is: nothing the watch or the polls reported."""
+        return self.sweep and not (self.hook_ids or self.settings or self.config or self.rescan)
 
 
 def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
@@ -55,8 +64,10 @@ def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
 
     A hook is touched by a change to its directory or to any file in it, a script beside
     hook.json included (a chmod can make the hook unsafe to run). Not by state.json, which
-    is written after every fire, nor by editor temporaries and backups. A temporary file
-    renamed into place shows up as its final name.
+    is written after every fire (nor its temporaries), nor by editor temporaries and
+    backups: for the entries of a hook directory, the rule of ``is_part_of_hook``, which
+    the sweep's signature follows too. A temporary file renamed into place shows up as its
+    final name.
     """
     hooks_dir = str(home.hooks_dir)
     touched: set[str] = set()
@@ -69,6 +80,7 @@ def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
         parts = relative.split(os.sep)
         if parts[0] == ".." or is_ignored_name(parts[0]):
             continue
+        # hooks/<id>/state.json and hooks/<id>/.state.json.<pid>.<n>.tmp: the recorder's.
         if len(parts) > 1 and (parts[1] in STATE_FILES or is_ignored_name(parts[-1])):
             continue
         touched.add(parts[0])
@@ -169,12 +181,13 @@ class HomeWatcher:
                 current = file_signature(hooks_dir)
                 replaced = current is None or identity is None or current[0] != identity[0]
                 rescan = None
+                sweep = False
                 if whole or replaced:
                     rescan = "hooks directory changed"
                 elif now - last_sweep >= SWEEP_SECONDS:
-                    rescan = "periodic sweep"
+                    sweep = True
                     last_sweep = now
-                change = ChangeSet(frozenset(hook_ids), settings, config, rescan)
+                change = ChangeSet(frozenset(hook_ids), settings, config, rescan, sweep)
                 if change:
                     self.deliver(change)
                 if replaced:

@@ -42,8 +42,9 @@ INVALID_BLOCKING = 'hooks/bad/hook.json: blocking needs "mode": "sync" @ $.block
 
 def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The test's environment without anything that would pick another home or disable
-    hooks, and a HOME of its own so ~/.vix is never touched."""
-    env = {k: v for k, v in os.environ.items() if k not in ("VIX_HOME", "VIX_DISABLE_HOOKS")}
+    hooks, or fit tables to a width ($COLUMNS), and a HOME of its own so ~/.vix is never
+    touched."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIX_HOME", "VIX_DISABLE_HOOKS", "COLUMNS")}
     user_home = tmp_path / "user-home"
     user_home.mkdir(exist_ok=True)
     env["HOME"] = str(user_home)
@@ -363,6 +364,40 @@ def test_validate_unknown_id_exits_1(tmp_path, home, write_hook):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.timeout(120)
+def test_an_unknown_event_gets_a_did_you_mean_everywhere(tmp_path, home, write_hook):
+    """A misspelt event, or another host's name for one, is answered with the event meant:
+    by emit (with a server running, whose quick path hands it to the full command line),
+    explain, log --event and new."""
+    from servekit import Served
+
+    write_hook("stopper", event="Stop", mode="sync", command="echo fired")
+    hint = "(did you mean 'ThreadStart'? SessionStart is Claude Code's name for it)"
+    with Served(home, env=cli_env(tmp_path)):
+        emitted = run_cli(tmp_path, "emit", "pretooluse", home=home, stdin="{}")
+        hosts = run_cli(tmp_path, "emit", "SessionStart", home=home, stdin="{}")
+    explained = run_cli(tmp_path, "explain", "Stopp", home=home, stdin="{}")
+    logged = run_cli(tmp_path, "log", "--event", "subagentstop", home=home)
+    made = run_cli(tmp_path, "new", "x", "--event", "PostToolUs", home=home)
+
+    assert emitted.returncode == hosts.returncode == explained.returncode == logged.returncode == made.returncode == 1
+    assert emitted.stderr.startswith("hookbus emit: unknown event 'pretooluse'; events are PreToolUse, ")
+    assert emitted.stderr.endswith(" (did you mean 'PreToolUse'?)\n")
+    assert hosts.stderr.endswith(f" {hint}\n")
+    assert explained.stderr.endswith(" (did you mean 'Stop'?)\n")
+    assert logged.stderr.endswith(" (did you mean 'SubagentStop'?)\n")
+    assert made.stderr.endswith(" (did you mean 'PostToolUse'?)\n")
+    assert not (home / "logs").exists()
+    # A hook id too: trigger, and log --hook.
+    triggered = run_cli(tmp_path, "trigger", "stoper", home=home)
+    assert triggered.returncode == 1
+    assert triggered.stderr.startswith(f"hookbus trigger: no valid hook 'stoper' (did you mean 'stopper'?) in {home}/hooks (loaded: stopper)")
+    assert run_cli(tmp_path, "log", "--hook", "stoper", home=home).stdout.endswith("(did you mean 'stopper'?)\n")
+    with HookBus(home) as bus:
+        with pytest.raises(ValueError, match=r"did you mean 'UserPromptSubmit'\?"):
+            bus.emit("UserPromptSubmitt", {})
+
+
 # -- list ---------------------------------------------------------------------------------
 
 
@@ -489,8 +524,9 @@ def test_log_shows_every_fire(tmp_path, fired_home):
     assert result.returncode == 0
     header, *lines = result.stdout.splitlines()
     assert header.split() == ["AT", "EVENT", "HOOK", "MODE", "STATUS", "TOOK", "SAID", "ERROR"]
+    # Beside the event, the call the hook decided on (the envelope's tool_name).
     assert [line.split()[:5] for line in lines] == [
-        [entries[0]["at"], "PreToolUse", "guard", "sync", "deny"],
+        [entries[0]["at"], "PreToolUse(bash)", "guard", "sync", "deny"],
         [entries[1]["at"], "Stop", "noter", "sync", "context"],
         [entries[2]["at"], "Stop", "noter", "sync", "context"],
     ]
@@ -651,8 +687,8 @@ def test_demo_tells_the_whole_story(tmp_path):
     assert "Traceback" not in result.stderr
     out = result.stdout
     assert re.search(r"PreToolUse write_file \.env\s+-> deny ", out)
-    assert re.search(r"PreToolUse write_file /etc/motd\s+-> modify\s+input -> ", out)
-    assert re.search(r"-> context\s+context: ", out)
+    assert re.search(r"PreToolUse write_file /etc/motd\s+-> modify\s+new input \{", out)
+    assert re.search(r"-> context 'This project runs its tests", out)
     assert "recursion guard" in out
     assert re.search(r"git push origin main'\s+-> deny\s+hook 'scan-before-push' denied: failed closed: the hook crashed", out)
     assert "state.json" in out
@@ -660,7 +696,7 @@ def test_demo_tells_the_whole_story(tmp_path):
 
 
 #: The verbs of DESIGN.md's interface.
-VERBS = ["emit", "list", "validate", "trigger", "log", "watch", "plugins", "schema", "demo"]
+VERBS = ["emit", "list", "validate", "trigger", "log", "watch", "plugins", "schema", "demo", "new", "status"]
 
 
 @pytest.mark.timeout(60)

@@ -1,88 +1,54 @@
 """docs/hooks.md says what hookbus does.
 
-- Every ```json block parses as JSON (a deliberately partial example is not marked json).
 - Every hook spec in it (an object with a "trigger" object) is valid for `hookbus validate`,
-  written into a home of its own, with the page's workflow configs in config/workflow.json.
-- Every JSON decision in it (an object with "behavior") is that decision under the command
-  contract, with no error.
-- Every relative link resolves to a file of the repository, and every anchor to a heading of
-  the file it points into (GitHub's slugs).
+  written into a home of its own, with the page's workflow configs in config/workflow.json
+  and the page's own script beside the spec that runs it.
+- Its examples decide as the page says: block-env-writes and protect deny a write to .env
+  (the shell example of "Checking a hook", run as written), the fail-closed hook denies with
+  the reason the page quotes, the fast veto and the inline workflow deny `rm -rf`.
+- The messages it quotes are what `hookbus validate` prints.
+- The final-text contract, the context cap and hook.yaml's final newline are as the page
+  says.
+
+(Every ```json block parses and every JSON decision decides what it says:
+tests/test_docs_examples.py, for every page. Every link resolves: tests/test_docs_links.py.)
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import pytest
 
-from hookbus.contract import outcome_from_command
+from docskit import (
+    DOCS,
+    bash,
+    blocks,
+    hookbus,
+    is_decision,
+    is_hook_spec,
+    json_documents,
+    links,
+    logical_lines,
+    private_dir,
+    private_file,
+    section,
+    section_blocks,
+    user_environment,
+    write_hook,
+)
+from hookbus.contract import outcome_from_final_text
 
-REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "hooks.md"
+DOC = DOCS / "hooks.md"
 
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(?P<text>.*?)[ \t#]*$")
-_LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\[\]]*\])*\]\((?P<target><[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\)")
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
-
-
-def split_fences(text: str) -> tuple[list[tuple[str, str, int]], list[tuple[str, int]]]:
-    """(fenced blocks as (info string, body, first line number), prose lines with their
-    numbers). Indented fences (inside list items) count, as GitHub renders them."""
-    blocks: list[tuple[str, str, int]] = []
-    prose: list[tuple[str, int]] = []
-    lines = text.splitlines()
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        opening = _FENCE.match(line.lstrip()) if line.strip() else None
-        if opening is None:
-            prose.append((line, index + 1))
-            index += 1
-            continue
-        fence, info = opening.group("fence"), opening.group("info").strip()
-        indent = len(line) - len(line.lstrip())
-        body: list[str] = []
-        index += 1
-        start = index + 1
-        while index < len(lines):
-            stripped = lines[index].strip()
-            if stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0]):
-                index += 1
-                break
-            body.append(lines[index][indent:] if lines[index][:indent].isspace() else lines[index].lstrip())
-            index += 1
-        blocks.append((info, "\n".join(body), start))
-    return blocks, prose
-
-
-def doc_text() -> str:
-    return DOC.read_text(encoding="utf-8")
-
-
-def json_blocks() -> list[tuple[int, str]]:
-    """(line, body) of each block whose info string is exactly json."""
-    blocks, _ = split_fences(doc_text())
-    return [(line, body) for info, body, line in blocks if info.split()[:1] == ["json"]]
+pytestmark = pytest.mark.timeout(120)
 
 
 def parsed_blocks() -> list[tuple[int, Any]]:
-    return [(line, json.loads(body)) for line, body in json_blocks()]
-
-
-def is_hook_spec(document: Any) -> bool:
-    return isinstance(document, dict) and isinstance(document.get("trigger"), dict)
-
-
-def is_decision(document: Any) -> bool:
-    return isinstance(document, dict) and "behavior" in document
+    return list(json_documents(DOC))
 
 
 def is_workflow_config(document: Any) -> bool:
@@ -102,151 +68,190 @@ def workflow_config() -> dict[str, Any]:
     return merged
 
 
-def _ids(blocks: list[tuple[int, Any]]) -> list[str]:
-    return [f"line{line}" for line, _ in blocks]
-
-
-ALL_JSON = json_blocks()
 SPECS = [(line, doc) for line, doc in parsed_blocks() if is_hook_spec(doc)]
 DECISIONS = [(line, doc) for line, doc in parsed_blocks() if is_decision(doc)]
 
 
+def spec_by_id(hook_id: str) -> tuple[int, dict[str, Any]]:
+    return next((line, spec) for line, spec in SPECS if spec.get("id") == hook_id)
+
+
+def script_after(line: int) -> str:
+    """The page shows a script beside the spec that runs it, in the first ```sh block after it."""
+    return next(block.body for block in blocks(DOC) if block.info == "sh" and block.line > line)
+
+
+def install(home: Path, hook_id: str) -> None:
+    """The page's hook ``hook_id`` in ``home``, with its script and the page's workflows."""
+    line, spec = spec_by_id(hook_id)
+    files = {"script.sh": script_after(line)} if '"$HOOKBUS_HOOK_DIR/script.sh"' in str(spec.get("command", "")) else {}
+    write_hook(home, hook_id, spec, files)
+    workflows = workflow_config()
+    if workflows:
+        private_file(private_dir(home / "config") / "workflow.json", json.dumps(workflows, indent=2) + "\n")
+
+
 def test_the_page_has_the_examples_it_promises() -> None:
     ids = {doc.get("id") for _, doc in SPECS}
-    assert {"block-env-writes", "protect", "subagent-done"} <= ids
+    assert {"block-env-writes", "protect", "subagent-done", "fast-veto", "no-rm-rf", "no-secrets-asked", "scan"} <= ids
     assert {doc["behavior"] for _, doc in DECISIONS} == {"deny", "modify", "context", "allow"}
     envelopes = [doc for _, doc in parsed_blocks() if isinstance(doc, dict) and "hook_event_name" in doc]
     assert envelopes, "the page shows no envelope"
 
 
-@pytest.mark.parametrize(("line", "body"), ALL_JSON, ids=[f"line{line}" for line, _ in ALL_JSON])
-def test_every_json_block_parses(line: int, body: str) -> None:
-    try:
-        json.loads(body)
-    except ValueError as exc:
-        pytest.fail(f"docs/hooks.md:{line}: the ```json block is not JSON ({exc}); mark a partial example otherwise")
-
-
-def _private_dir(path: Path) -> Path:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.chmod(0o700)
-    return path
-
-
-def _private_file(path: Path, text: str) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    path.chmod(0o600)
-
-
-@pytest.mark.parametrize(("line", "spec"), SPECS, ids=_ids(SPECS))
+@pytest.mark.parametrize(("line", "spec"), SPECS, ids=[f"line{line}" for line, _ in SPECS])
 def test_every_hook_spec_is_valid(tmp_path: Path, line: int, spec: dict[str, Any]) -> None:
-    home = _private_dir(tmp_path / "home")
+    home = private_dir(tmp_path / "home")
     hook_id = spec.get("id") or f"doc-example-{line}"
-    hook_dir = _private_dir(_private_dir(home / "hooks") / hook_id)
-    _private_file(hook_dir / "hook.json", json.dumps(spec, indent=2) + "\n")
-    if '"$HOOKBUS_HOOK_DIR/script.sh"' in str(spec.get("command", "")):
-        # The page shows the script beside the spec, in the first ```sh block after it
-        # (mode 0700, as it says): validate checks that it is there and executable.
-        blocks, _ = split_fences(DOC.read_text(encoding="utf-8"))
-        script = next(body for info, body, start in blocks if info == "sh" and start > line)
-        _private_file(hook_dir / "script.sh", script)
-        (hook_dir / "script.sh").chmod(0o700)
+    files = {"script.sh": script_after(line)} if '"$HOOKBUS_HOOK_DIR/script.sh"' in str(spec.get("command", "")) else {}
+    write_hook(home, hook_id, spec, files)
     workflows = workflow_config()
     if workflows:
-        _private_file(_private_dir(home / "config") / "workflow.json", json.dumps(workflows, indent=2) + "\n")
-    env = {key: value for key, value in os.environ.items() if key not in ("VIX_HOME", "VIX_DISABLE_HOOKS")}
-    done = subprocess.run(
-        [sys.executable, "-m", "hookbus", "validate", "--home", str(home)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+        private_file(private_dir(home / "config") / "workflow.json", json.dumps(workflows, indent=2) + "\n")
+    done = hookbus("validate", "--home", str(home), env=user_environment(tmp_path))
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"docs/hooks.md:{line}: hookbus validate refuses the spec:\n{output}"
     assert f"ok  hooks/{hook_id}" in done.stdout, f"docs/hooks.md:{line}: not loaded:\n{output}"
 
 
-def _event_for(decision: dict[str, Any]) -> str:
-    new_input = decision.get("input")
-    return "UserPromptSubmit" if isinstance(new_input, dict) and "prompt" in new_input else "PreToolUse"
+# -- the examples decide as the page says ------------------------------------------------------
 
 
-@pytest.mark.parametrize(("line", "decision"), DECISIONS, ids=_ids(DECISIONS))
-def test_every_json_decision_decides_what_it_says(line: int, decision: dict[str, Any]) -> None:
-    stdout = json.dumps(decision).encode("utf-8")
-    outcome = outcome_from_command(0, stdout, b"", _event_for(decision))
-    assert outcome.error is None, f"docs/hooks.md:{line}: {outcome.error}"
-    assert outcome.behavior == decision["behavior"], f"docs/hooks.md:{line}"
-    if decision["behavior"] == "modify":
-        assert outcome.input == decision["input"]
-    if decision["behavior"] == "context":
-        assert outcome.context == decision["context"]
-    if decision["behavior"] == "deny":
-        assert outcome.reason == decision.get("reason")
+def emit(home: Path, tmp_path: Path, event: str, envelope: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return hookbus("emit", event, "--home", str(home), "--no-server", input=json.dumps(envelope), env=user_environment(tmp_path))
 
 
-# -- links ----------------------------------------------------------------------------------
+def test_block_env_writes_denies_a_write_to_env(tmp_path: Path) -> None:
+    home = private_dir(tmp_path / "home")
+    install(home, "block-env-writes")
+    denied = emit(home, tmp_path, "PreToolUse", {"tool_name": "write_file", "tool_input": {"path": ".env"}})
+    assert denied.returncode == 2
+    assert json.loads(denied.stdout) == {"behavior": "deny", "reason": "hook 'block-env-writes' denied: writing .env could leak secrets"}
+    allowed = emit(home, tmp_path, "PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "notes.md"}})
+    assert (allowed.returncode, json.loads(allowed.stdout)) == (0, {"behavior": "allow"})
 
 
-def github_slug(heading: str) -> str:
-    """GitHub's anchor for a heading: the rendered text lowercased, punctuation other than
-    '-' and '_' dropped, each space made a '-'."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading: its text
-    text = text.strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
+def test_checking_a_hook_as_written_denies_with_the_reason_shown(tmp_path: Path) -> None:
+    """Step 2 of "Checking a hook", its shell block run as written, with `protect` (jq) in ~/.vix."""
+    user = private_dir(tmp_path / "ana")
+    install(private_dir(user / ".vix"), "protect")
+    block = section_blocks(DOC, "Checking a hook", "sh")[0]
+    [line] = logical_lines(block)
+    done = bash(line, user_environment(user), cwd=user)
+    assert done.returncode == 2, done.stderr
+    shown = section(DOC, "Checking a hook")
+    decision = json.loads(done.stdout)
+    assert decision == {"behavior": "deny", "reason": "hook 'protect' denied: protected: .env"}
+    assert "`{\"behavior\": \"deny\", \"reason\": \"hook 'protect'\n   denied: protected: .env\"}`" in shown
 
 
-def anchors_of(path: Path) -> set[str]:
-    _, prose = split_fences(path.read_text(encoding="utf-8"))
-    seen: dict[str, int] = {}
-    anchors: set[str] = set()
-    for line, _ in prose:
-        match = _HEADING.match(line)
-        if match is None:
-            continue
-        slug = github_slug(match.group("text"))
-        count = seen.get(slug, 0)
-        seen[slug] = count + 1
-        anchors.add(slug if count == 0 else f"{slug}-{count}")
-    return anchors
+def test_the_fail_closed_hook_denies_with_the_reason_quoted(tmp_path: Path) -> None:
+    home = private_dir(tmp_path / "home")
+    install(home, "scan")
+    done = emit(home, tmp_path, "PreToolUse", {"tool_name": "bash", "tool_input": {"command": "git push"}})
+    assert done.returncode == 2
+    reason = json.loads(done.stdout)["reason"]
+    assert reason.startswith("hook 'scan' denied: failed closed: the hook crashed (exited with status 127 (command not found): "), reason
+    quoted = "`hook 'scan' denied: failed closed: the hook\ncrashed (exited with status 127 (command not found): ...)`"
+    assert quoted in section(DOC, 'Failing closed: `"on_error": "deny"`')
+    passed = emit(home, tmp_path, "PreToolUse", {"tool_name": "bash", "tool_input": {"command": "ls"}})
+    assert passed.returncode == 0
 
 
-def links() -> list[tuple[int, str]]:
-    _, prose = split_fences(doc_text())
-    found: list[tuple[int, str]] = []
-    for line, number in prose:
-        for match in _LINK.finditer(_INLINE_CODE.sub("", line)):
-            found.append((number, match.group("target").strip("<>")))
-    return found
+@pytest.mark.parametrize("hook_id", ["fast-veto", "no-rm-rf"])
+def test_the_workflow_examples_veto_rm_rf(tmp_path: Path, hook_id: str) -> None:
+    home = private_dir(tmp_path / "home")
+    install(home, hook_id)
+    done = emit(home, tmp_path, "PreToolUse", {"tool_name": "bash", "tool_input": {"command": "rm -rf /"}})
+    assert (done.returncode, json.loads(done.stdout)["reason"]) == (2, f"hook '{hook_id}' denied: rm -rf is not allowed here")
+    assert emit(home, tmp_path, "PreToolUse", {"tool_name": "bash", "tool_input": {"command": "ls"}}).returncode == 0
 
 
-LINKS = links()
+# -- the messages it quotes ----------------------------------------------------------------------
 
 
-def test_the_page_links_into_the_readme() -> None:
-    assert any(target.startswith("../README.md#") for _, target in LINKS)
+def test_the_validation_examples_are_what_validate_prints(tmp_path: Path) -> None:
+    home = private_dir(tmp_path / "home")
+    files = {
+        "x": '{"trigger": {"event": "Stop"}, "blocking": true, "command": "exit 0"}',
+        "y": '{"trigger": {"event": "Stop"}, "blockng": true, "command": "exit 0"}',
+        "z": '{\n  "trigger": {"event": "Stop"}\n    "command": "exit 0"\n}',
+    }
+    for hook_id, text in files.items():
+        private_file(private_dir(private_dir(home / "hooks") / hook_id) / "hook.json", text)
+    private_file(private_dir(home / "config") / "workflow.json", json.dumps({"fast-veto": {"steps": [{"bsh": "exit 0"}]}}))
+    printed = hookbus("validate", "--home", str(home), env=user_environment(tmp_path)).stdout
+    text = section(DOC, "What validate checks")
+    [block] = section_blocks(DOC, "What validate checks", "text")
+    quoted = [line for line in block.splitlines() if line.startswith("hooks/")]
+    assert len(quoted) == 3
+    for line in quoted:
+        assert line in printed, f"the page quotes {line!r}; validate printed:\n{printed}"
+    config = "config/workflow.json: unknown step kind 'bsh' (did you mean 'bash'?): a step is bash or prompt @ $.fast-veto.steps[0]"
+    assert config in printed and f"`{config}`" in text
 
 
-@pytest.mark.parametrize(("line", "target"), LINKS, ids=[f"line{line}:{target}" for line, target in LINKS])
-def test_every_link_resolves_inside_the_repository(line: int, target: str) -> None:
-    where = f"docs/hooks.md:{line}: {target}"
-    assert not re.match(r"[a-z][a-z0-9+.-]*:", target, re.IGNORECASE), f"{where}: links outside the repository"
-    assert not target.startswith("/"), f"{where}: an absolute path is not in a clone"
-    path_part, _, anchor = target.partition("#")
-    path = (DOC.parent / unquote(path_part)).resolve() if path_part else DOC
-    assert path == REPO or REPO in path.parents, f"{where}: points outside the repository"
-    assert path.exists(), f"{where}: {path.relative_to(REPO)} does not exist"
-    if anchor:
-        assert path.suffix == ".md", f"{where}: an anchor into a file that is not markdown"
-        assert unquote(anchor) in anchors_of(path), f"{where}: no heading of {path.relative_to(REPO)} has this anchor"
+def test_a_script_that_is_not_executable_is_named_as_the_page_says(tmp_path: Path) -> None:
+    home = private_dir(tmp_path / "home")
+    write_hook(home, "guard", {"trigger": {"event": "Stop"}, "command": '"$HOOKBUS_HOOK_DIR/check.sh"'})
+    private_file(home / "hooks" / "guard" / "check.sh", "#!/bin/sh\nexit 0\n", 0o600)
+    printed = hookbus("validate", "--home", str(home), env=user_environment(tmp_path)).stdout
+    assert "hooks/guard/hook.json: the command runs $HOOKBUS_HOOK_DIR/check.sh, which is not\nexecutable: run chmod +x".replace("\n", " ") in printed
+    assert "`hooks/guard/hook.json: the command runs $HOOKBUS_HOOK_DIR/check.sh, which is not\nexecutable: run chmod +x ...`" in section(DOC, "What validate checks")
 
 
-def test_slugs_follow_github() -> None:
-    assert github_slug('Failing closed: `"on_error": "deny"`') == "failing-closed-on_error-deny"
-    assert github_slug("The final-text contract (workflows and prompts)") == "the-final-text-contract-workflows-and-prompts"
-    assert github_slug("Serving: one bus for every process, in any language") == "serving-one-bus-for-every-process-in-any-language"
+# -- what the page says of the contracts -----------------------------------------------------------
+
+
+def test_the_final_text_contract() -> None:
+    fenced = outcome_from_final_text('Sure:\n```json\n{"behavior": "deny", "reason": "no"}\n```')
+    assert (fenced.behavior, fenced.reason) == ("deny", "no")
+    block = outcome_from_final_text("Looked at it.\nBLOCK: rm -rf is not allowed here")
+    assert (block.behavior, block.reason) == ("deny", "rm -rf is not allowed here")
+    assert outcome_from_final_text("a note").behavior == "context"
+    assert outcome_from_final_text('{"no": "behavior"}').behavior == "context"
+    assert outcome_from_final_text("").behavior == "allow"
+    twice = outcome_from_final_text('{"behavior": "deny", "behavior": "allow"}')
+    assert twice.error is not None
+
+
+def test_context_is_capped_with_the_marker_the_page_shows(tmp_path: Path) -> None:
+    home = private_dir(tmp_path / "home")
+    write_hook(home, "long", {"trigger": {"event": "Stop"}, "mode": "sync", "command": "cat >/dev/null; head -c 10050 /dev/zero | tr '\\0' a"})
+    context = json.loads(emit(home, tmp_path, "Stop", {}).stdout)["context"]
+    assert context.endswith("\n[hookbus: truncated 50 more characters]")
+    assert "`[hookbus: truncated N more characters]`" in section(DOC, "Limits")
+
+
+def test_a_hook_yaml_without_its_final_newline_is_not_loaded(tmp_path: Path) -> None:
+    home = private_dir(tmp_path / "home")
+    directory = private_dir(private_dir(home / "hooks") / "y")
+    private_file(directory / "hook.yaml", "trigger:\n  event: Stop\ncommand: echo one two")
+    assert "ok  hooks/y" not in hookbus("validate", "--home", str(home), env=user_environment(tmp_path)).stdout
+    private_file(directory / "hook.yaml", "trigger:\n  event: Stop\ncommand: echo one two\n")
+    assert "ok  hooks/y" in hookbus("validate", "--home", str(home), env=user_environment(tmp_path)).stdout
+
+
+def test_the_page_links_into_the_readme_and_the_other_pages() -> None:
+    targets = [target for _, target in links(DOC)]
+    assert any(target.startswith("../README.md#") for target in targets)
+    for page in ("reference.md", "security.md", "claude-code.md", "plugins.md", "embedding.md", "hot-reload.md"):
+        assert any(target.startswith(page) for target in targets), page
+
+
+def test_pointing_an_editor_at_the_schema_as_the_page_says(tmp_path: Path) -> None:
+    from jsonschema import Draft202012Validator
+
+    user = private_dir(tmp_path / "ana")
+    home = private_dir(user / ".vix")
+    private_dir(home / "hooks")
+    [line] = [line for block in section_blocks(DOC, "Editors, and hooks to copy", "sh") for line in logical_lines(block)]
+    done = bash(line, user_environment(user), cwd=user)
+    assert done.returncode == 0, done.stderr
+    [example] = section_blocks(DOC, "Editors, and hooks to copy", "json")
+    spec = write_hook(home, "edited", json.loads(example))
+    schema_path = (spec.parent / json.loads(example)["$schema"]).resolve()
+    assert schema_path == home / "hook.schema.json"
+    Draft202012Validator(json.loads(schema_path.read_text())).validate(json.loads(spec.read_text()))
+    checked = hookbus("validate", "--home", str(home), env=user_environment(user))
+    assert checked.returncode == 0 and "ok  hooks/edited" in checked.stdout, checked.stdout

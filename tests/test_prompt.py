@@ -375,7 +375,7 @@ def test_no_provider_configured(home: Path, write_hook: Writer, make_bus: Maker)
     decision = bus.emit("PreToolUse", ENVELOPE)
     assert decision.behavior == "allow"
     state, entry = last_run(bus, home, "judge")
-    assert state["last_error"] == "no prompt provider configured (see README: prompt hooks)"
+    assert state["last_error"] == "no prompt provider configured (see docs/hooks.md: prompt hooks)"
     assert state["last_error"] == NO_PROVIDER
     assert entry["error"] == NO_PROVIDER
     assert entry["status"] == "allow"

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import read_log
-from hookbus import leanjson
+from hookbus.serve import leanjson
 from servekit import Served, environment, hookbus
 
 pytestmark = pytest.mark.timeout(90)

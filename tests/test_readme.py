@@ -1,79 +1,247 @@
-"""The README shows what hookbus really says: its quoted messages come from a real run, and
-its Python snippets run as written."""
+"""The README does what it says, on a fresh machine.
+
+- Its quick start, run line by line from the README itself in a fresh HOME (no VIX_HOME,
+  the venv's bin on PATH standing in for the install step), reaches a deny: the last emit
+  exits 2 and prints the decision the README shows. With the install step, that is under
+  ten commands.
+- The hook.json it shows is the one `hookbus new` made; the embedding snippet runs on that
+  home and prints the refusal.
+- Its tables hold what hookbus has: the hook file's fields (every key of `hookbus schema`),
+  the ten events with their matcher field and whether they can block, the command contract,
+  and every verb of the command line.
+- It stays a five-minute read (about 300 lines) and links each topic it leaves out to its
+  page.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from docskit import (
+    README,
+    bash,
+    hookbus_argv,
+    commands_of,
+    logical_lines,
+    run_python,
+    section,
+    section_blocks,
+    user_environment,
+)
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
 
 
 def readme() -> str:
     return README.read_text(encoding="utf-8")
 
 
-def test_the_validation_examples_are_what_validate_prints(home: Path) -> None:
-    hooks = home / "hooks"
-    files = {
-        "x": '{"trigger": {"event": "Stop"}, "blocking": true, "command": "exit 0"}',
-        "y": '{"trigger": {"event": "Stop"}, "blockng": true, "command": "exit 0"}',
-        "z": '{\n  "trigger": {"event": "Stop"}\n    "command": "exit 0"\n}',
-    }
-    for hook_id, text in files.items():
-        (hooks / hook_id).mkdir()
-        (hooks / hook_id / "hook.json").write_text(text)
-    (home / "config").mkdir()
-    (home / "config" / "workflow.json").write_text(json.dumps({"fast-veto": {"steps": [{"bsh": "exit 0"}]}}))
-    printed = subprocess.run(
-        [sys.executable, "-m", "hookbus", "validate", "--home", str(home)], capture_output=True, text=True, timeout=60,
-    ).stdout
+def quick_start_lines() -> list[str]:
+    """The commands of the quick start's shell block(s), one logical line each, comments kept
+    (bash drops them)."""
+    blocks = section_blocks(README, "Quick start", "sh")
+    assert blocks, "the quick start has no ```sh block"
+    return [line for block in blocks for line in logical_lines(block) if not line.lstrip().startswith("#")]
+
+
+class QuickStart:
+    """The quick start, run once: each line's result, and the HOME it ran in."""
+
+    def __init__(self, home_dir: Path, results: list[tuple[str, subprocess.CompletedProcess[str]]]) -> None:
+        self.home_dir = home_dir
+        self.results = results
+
+    @property
+    def vix(self) -> Path:
+        return self.home_dir / ".vix"
+
+    def of(self, verb: str) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
+        return [(line, done) for line, done in self.results if _verb(line) == verb]
+
+
+def _verb(line: str) -> str | None:
+    for command in commands_of(line):
+        argv = hookbus_argv(command)
+        if argv:
+            return argv[0]
+    return None
+
+
+@pytest.fixture(scope="module")
+def quick_start(tmp_path_factory: pytest.TempPathFactory) -> QuickStart:
+    home_dir = tmp_path_factory.mktemp("fresh") / "ana"
+    home_dir.mkdir(mode=0o700)
+    env = user_environment(home_dir)
+    results = []
+    for line in quick_start_lines():
+        results.append((line, bash(line, env, cwd=home_dir)))
+    return QuickStart(home_dir, results)
+
+
+def _shown(results: list[tuple[str, subprocess.CompletedProcess[str]]]) -> str:
+    return "\n".join(f"$ {line}\n[exit {done.returncode}]\n{done.stdout}{done.stderr}" for line, done in results)
+
+
+def test_the_quick_start_reaches_a_deny_on_a_fresh_machine(quick_start: QuickStart) -> None:
+    transcript = _shown(quick_start.results)
+    emits = quick_start.of("emit")
+    assert emits, "the quick start emits nothing"
+    last_line, last = emits[-1]
+    assert last.returncode == 2, f"the last emit must deny (exit 2):\n{transcript}"
+    decision = json.loads(last.stdout)
+    assert decision["behavior"] == "deny", transcript
+    for line, done in quick_start.results:
+        if (line, done) != (last_line, last):
+            assert done.returncode == 0, f"{line!r} failed:\n{transcript}"
+    assert quick_start.of("new") and quick_start.of("validate") and quick_start.of("explain") and quick_start.of("log")
+    verbs = [_verb(line) for line, _ in quick_start.results]
+    assert verbs.index("new") < verbs.index("validate") < verbs.index("emit") < verbs.index("explain") < verbs.index("log")
+
+
+def test_it_takes_under_ten_commands_with_the_install(quick_start: QuickStart) -> None:
+    install = [
+        line
+        for block in section_blocks(README, "Install", "sh")
+        for line in logical_lines(block)
+        if line.lstrip().startswith("pip install .")
+    ]
+    assert install, "the install section shows no `pip install .`"
+    # a clone, cd into it, pip install ., then the quick start
+    assert 3 + len(quick_start.results) < 10
+
+
+def test_what_the_readme_shows_is_what_they_print(quick_start: QuickStart) -> None:
+    quick = section(README, "Quick start")
+    shown = section_blocks(README, "Quick start", "text")
+    _, last = quick_start.of("emit")[-1]
+    assert last.stdout.strip() in [block.strip() for block in shown], (
+        f"the README shows {shown}, emit printed {last.stdout!r}"
+    )
+    [(_, validate)] = quick_start.of("validate")
+    assert "ok  hooks/no-rm-rf" in validate.stdout and "`ok  hooks/no-rm-rf`" in quick
+    [(_, log)] = quick_start.of("log")
+    assert "no-rm-rf" in log.stdout and "deny" in log.stdout
+    [(_, explain)] = quick_start.of("explain")
+    assert "no-rm-rf" in explain.stdout
+    made = quick_start.vix / "hooks" / "no-rm-rf"
+    for name in ("hook.json", "check.sh", "envelope.json"):
+        assert (made / name).is_file() and f"`{name}`" in quick, name
+    assert (quick_start.vix / "logs" / "hooks").is_dir()
+
+
+def test_the_hook_file_shown_is_the_one_new_made(quick_start: QuickStart) -> None:
+    [shown] = section_blocks(README, "The hook file", "json")
+    shown_spec = json.loads(shown)
+    made = json.loads((quick_start.vix / "hooks" / "no-rm-rf" / "hook.json").read_text())
+    for key, value in shown_spec.items():
+        assert made.get(key) == value, f"the README shows {key}: {value!r}; hookbus new wrote {made.get(key)!r}"
+
+
+def test_the_embedding_snippet_runs_on_the_quick_start_home(quick_start: QuickStart) -> None:
+    [code] = section_blocks(README, "Embedding", "python")
+    assert len(code.splitlines()) <= 12, "about 10 lines"
+    result = run_python(code, env=user_environment(quick_start.home_dir))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("refused: hook 'no-rm-rf' denied:"), result.stdout
+
+
+# -- the tables --------------------------------------------------------------------------------
+
+
+def table_rows(text: str) -> list[list[str]]:
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("|") and not re.match(r"^\|[-|\s]+\|$", line):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows[1:]  # without the header
+
+
+def test_the_hook_file_table_has_every_field_of_the_schema() -> None:
+    from hookbus.plugins import build_plugin_manager, build_runner_table
+    from hookbus.schema import hook_schema
+
+    manager, _ = build_plugin_manager()
+    schema: dict[str, Any] = hook_schema(build_runner_table(manager))
+    fields = " ".join(row[0] + " " + row[-1] for row in table_rows(section(README, "The hook file")))
+    names = [*schema["properties"], *(f"trigger.{key}" for key in schema["properties"]["trigger"]["properties"])]
+    missing = [name for name in names if f"`{name}`" not in fields and name != "trigger"]
+    assert not missing, f"the README's hook file table leaves out {missing}"
+
+
+def test_the_events_table_is_the_ten_events() -> None:
+    from hookbus.events import EVENTS
+
+    rows = table_rows(section(README, "Events"))
+    listed: dict[str, list[str]] = {}
+    for row in rows:
+        for name in row[0].split(", "):
+            listed[name] = row
+    assert set(listed) == set(EVENTS)
+    for name, event in EVENTS.items():
+        row = listed[name]
+        field = getattr(event, "matcher_field", None)
+        assert (f"`{field}`" if field else "(no matcher)") == row[2], name
+        assert row[3].startswith("yes") == bool(getattr(event, "can_block")), name
+
+
+def test_the_command_contract_is_what_the_command_runner_decides() -> None:
+    from hookbus.contract import outcome_from_command
+
+    event = "PreToolUse"
+    assert outcome_from_command(0, b"", b"", event).behavior == "allow"
+    assert outcome_from_command(0, b"42\n", b"", event).behavior == "context"
+    assert outcome_from_command(0, b'{"behavior": "deny", "reason": "no"}', b"", event).reason == "no"
+    denied = outcome_from_command(2, b"", b"nope\n", event)
+    assert (denied.behavior, denied.reason) == ("deny", "nope")
+    assert outcome_from_command(2, b"from stdout\n", b"", event).reason == "from stdout"
+    failed = outcome_from_command(1, b"", b"", event)
+    assert failed.behavior == "allow" and failed.error
+    assert "exits 2" in section(README, "The command contract")
+
+
+def test_the_verbs_table_is_every_verb() -> None:
+    from hookbus.cli.verbs import VERBS
+
+    rows = table_rows(section(README, "The command line"))
+    listed = {word for row in rows for word in re.findall(r"`hookbus ([a-z-]+)", row[0])}
+    assert listed == set(VERBS), f"missing {set(VERBS) - listed}, not verbs {listed - set(VERBS)}"
+
+
+# -- a five-minute read --------------------------------------------------------------------------
+
+
+def test_the_readme_is_about_300_lines_in_the_issues_order() -> None:
     text = readme()
-    block = text.split("**Mistakes never break the other hooks.**", 1)[1].split("```", 2)[1]
-    quoted = [line for line in block.splitlines() if line.startswith("hooks/")]
-    assert len(quoted) == 3
-    for line in quoted:
-        assert line in printed, f"the README quotes {line!r}; validate printed:\n{printed}"
-    config = re.search(r"`(config/workflow\.json: unknown step kind[^`]*)`", text)
-    assert config is not None and config.group(1) in printed
+    assert len(text.splitlines()) <= 330
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    order = ["Install", "Quick start", "The hook file", "Events", "The command contract", "Embedding",
+             "The command line", "Claude Code and Gemini CLI", "Serving", "Plugins", "Security", "Performance"]
+    assert [heading for heading in headings if heading in order] == order
 
 
-def test_the_embedding_snippets_run_as_written(tmp_path: Path) -> None:
-    """Both Python blocks of "Embedding the bus", on a home with a guard, run and print."""
-    section = readme().split("## Embedding the bus", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 2
-    home = tmp_path / "vix"
-    guard = home / "hooks" / "block-env-writes"
-    guard.mkdir(parents=True)
-    (guard / "hook.json").write_text(json.dumps({
-        "trigger": {"event": "PreToolUse", "matcher": "write_file"}, "mode": "sync", "blocking": True,
-        "command": "cat > /dev/null; echo 'protected: .env' >&2; exit 2",
-    }))
-    for block in blocks:
-        code = block.replace('"~/.vix"', repr(str(home)))
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip(), "the snippet printed nothing"
-    first = subprocess.run([sys.executable, "-c", blocks[0].replace('"~/.vix"', repr(str(home)))], capture_output=True, text=True, timeout=60)
-    assert "refused: hook 'block-env-writes' denied: protected: .env" in first.stdout
+@pytest.mark.parametrize(
+    ("heading", "page"),
+    [
+        ("Claude Code and Gemini CLI", "docs/claude-code.md"),
+        ("Serving", "docs/serving.md"),
+        ("Plugins", "docs/plugins.md"),
+        ("Security", "docs/security.md"),
+        ("Performance", "docs/performance.md"),
+    ],
+)
+def test_each_topic_left_out_is_one_paragraph_and_a_link(heading: str, page: str) -> None:
+    text = section(README, heading).strip()
+    assert "\n\n" not in text, f"{heading}: one paragraph"
+    assert f"]({page})" in text
 
 
-def test_every_relative_link_of_every_document_stays_inside_the_repository() -> None:
-    root = README.parent
-    documents = [path for path in root.rglob("*.md") if ".venv" not in path.parts and "build" not in path.parts]
-    assert README in documents
-    for document in documents:
-        for target in re.findall(r"\]\(([^)\s]+)\)", document.read_text(encoding="utf-8")):
-            if re.match(r"[a-z]+:", target) or target.startswith("#"):
-                continue  # a web address, or an anchor of the same page
-            path = (document.parent / target.split("#", 1)[0]).resolve()
-            assert path.is_relative_to(root), f"{document.relative_to(root)} links outside the repository: {target}"
-            assert path.exists(), f"{document.relative_to(root)} links to {target}, which does not exist"
+def test_the_install_section_says_how_the_cli_gets_on_path() -> None:
+    text = section(README, "Install")
+    for words in ("pip install .", "pipx install .", "PATH", "~/.local/bin", "python3 -m hookbus", "Python 3.10"):
+        assert words in text, words

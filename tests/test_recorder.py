@@ -24,6 +24,8 @@ from hookbus_recorder.state import append_runs
 
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 STATE_RUN_KEYS = {"at", "status", "async", "event", "error", "thread_id", "duration"}
+#: ... and the envelope's tool_name, when it had one.
+STATE_RUN_KEYS_WITH_TOOL = STATE_RUN_KEYS | {"tool_name"}
 LOG_KEYS = {"at", "hook_id", "event", "mode", "status", "error", "duration", "decision"}
 
 # Decides by tool_input.n (the envelope arrives on stdin as compact JSON), so a test
@@ -95,7 +97,8 @@ def test_state_keeps_the_last_ten_runs_in_order(home, write_hook, make_bus):
     runs = state["recent_runs"]
     assert len(runs) == 10
     for run in runs:
-        assert set(run) == STATE_RUN_KEYS
+        assert set(run) == STATE_RUN_KEYS_WITH_TOOL
+        assert run["tool_name"] == "write_file"
     expected = [expected_outcome(n) for n in range(2, 12)]
     assert [(run["status"], run["error"]) for run in runs] == [(s, e) for s, e, _ in expected]
     assert all(run["async"] is False for run in runs)

@@ -84,6 +84,8 @@ def test_each_method_answers_as_the_bus_would(home: Path, write_hook: Writer) ->
         (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": ["Stop"]}\n', INVALID_PARAMS, "by name"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {}}\n', INVALID_PARAMS, "'event' is missing"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": "Nope"}}\n', INVALID_PARAMS, "unknown event 'Nope'; events are PreToolUse"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": "pretooluse"}}\n', INVALID_PARAMS, "SubagentStop (did you mean 'PreToolUse'?)"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "explain", "params": {"event": "BeforeTool"}}\n', INVALID_PARAMS, "(did you mean 'PreToolUse'? BeforeTool is Gemini CLI's name for it)"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": "Stop", "envelope": []}}\n', INVALID_PARAMS, "'envelope' must be an object"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "emit", "params": {"event": "Stop", "evnt": 1}}\n', INVALID_PARAMS, "unknown param 'evnt'"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": 1}}\n', INVALID_PARAMS, "unknown param 'x'"),

@@ -180,10 +180,28 @@ def _describe(event: str, envelope: dict[str, Any]) -> str:
         tool_input = envelope["tool_input"]
         parts.append(str(tool_input.get("path") or repr(tool_input.get("command"))))
     if "prompt" in envelope:
-        parts.append(repr(envelope["prompt"][:20] + "..."))
+        parts.append(repr(_shortened(envelope["prompt"], 20)))
     if envelope.get("origin") == "vix":
         parts.append("(origin vix)")
     return " ".join(parts)
+
+
+def _shortened(text: str, width: int) -> str:
+    """``text``, or its first words that fit in ``width`` and "...": never half a word."""
+    if len(text) <= width:
+        return text
+    return (text[:width].rsplit(" ", 1)[0] if " " in text[:width] else text[:width]) + "..."
+
+
+def _detail(behavior: str, reason: str | None, new_input: Any, context: str | None) -> str:
+    """What a decision says beyond its behavior: the behavior is printed already, so a
+    context decision's text goes unlabelled ("context 'text'", not "context context: ...")."""
+    parts = [reason] if reason else []
+    if new_input is not None:
+        parts.append(f"new input {json.dumps(new_input)}")
+    if context:
+        parts.append(repr(context) if behavior == "context" else f"context {context!r}")
+    return "  ".join(parts)
 
 
 def _print_state(state: dict[str, Any]) -> None:
@@ -209,22 +227,20 @@ def run_demo(keep: bool = False) -> int:
             logging.getLogger("hookbus").setLevel(logging.ERROR)  # problems are printed below
             with HookBus(root) as bus:
                 skipped = sorted({problem.hook_id or problem.path for problem in bus.problems})
-                print(f"loaded {len(bus.snapshot.hooks)} hooks; skipped {len(skipped)}, with the reason:")
+                reasons = "the reason" if len(bus.problems) == 1 else "the reasons"
+                print(f"loaded {len(bus.snapshot.hooks)} hooks; skipped {len(skipped)}, with {reasons}:")
                 for problem in bus.problems:
                     print(f"  {problem}")
                 print("\none agent turn, event by event:")
                 for number, (event, envelope) in enumerate(_STEPS, start=1):
                     decision = bus.emit(event, {**common, **envelope})
-                    detail = decision.reason or ""
-                    if decision.input is not None:
-                        detail = f"input -> {json.dumps(decision.input)}"
-                    if decision.context:
-                        detail = (detail + "  " if detail else "") + f"context: {decision.context!r}"
+                    detail = _detail(decision.behavior, decision.reason, decision.input, decision.context)
                     if envelope.get("origin") == "vix":
                         detail = "recursion guard: no hook fires in a vix-initiated thread"
                     elif decision.behavior == "allow" and not detail:
                         detail = "(async hooks run in the background)"
-                    print(f"  {number}. {_describe(event, envelope):<42} -> {decision.behavior:<7} {detail}")
+                    # Numbers right-aligned: step 10 keeps the arrows in one column.
+                    print(f"  {number:>2}. {_describe(event, envelope):<42} -> {decision.behavior:<7} {detail}")
             # close() waited for the async hooks and flushed every record.
             print(f"\nsubagents.log (written by the async hook subagent-done): "
                   f"{(root / 'subagents.log').read_text().strip()!r}")

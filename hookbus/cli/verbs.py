@@ -2,7 +2,10 @@
 $VIX_HOME, else ~/.vix); ``schema`` and ``demo`` read none.
 
 Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error,
-or (trigger) the hook failed; 130 or 143 when SIGINT or SIGTERM interrupted emit or trigger.
+or (trigger) the hook failed, or (validate, new) a hook is not valid; 3 (status) no server
+serves the home; 130 or 143 when SIGINT or SIGTERM interrupted emit or trigger. ``--json``
+(list, validate, plugins, status, explain; log: JSON Lines) changes what is printed, never
+the exit code.
 Everything printed for people goes through ``hookbus.terminal.printable``: reasons and
 outputs may come from a model, and a terminal obeys the escape sequences in them.
 """
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from hookbus.bus import HookBus
+    from hookbus.cli.logfilter import LogFilter
     from hookbus.records import RunRecord
 
 #: How many of the latest records each poll of `log --follow` looks at, on other backends.
@@ -113,15 +117,18 @@ def _last_run(bus: HookBus, hook_id: str) -> RunRecord | None:
 def cmd_list(args: argparse.Namespace) -> int:
     """The hooks of the home: as a server that serves it enforces them (asked over its
     socket), else as this process loads them. Writes nothing."""
-    from hookbus.cli.tables import Style, wants_colour
+    from hookbus.cli.tables import Style
     from hookbus.cli.views import hook_lines, hook_rows, plural
 
     asked = ask_server(args, "status")
+    server: dict[str, Any] | None = None
     if asked is not None:
         status, path = asked
         rows, problems = status.get("hooks") or [], [str(problem) for problem in status.get("problems") or []]
-        home, disabled = str(status.get("home")), status.get("disabled")
-        source = f"as enforced by the hookbus serve on {path} (pid {status.get('pid')}), generation {status.get('generation')}"
+        warnings = [str(warning) for warning in status.get("warnings") or []]
+        home, disabled, generation = str(status.get("home")), status.get("disabled"), status.get("generation")
+        server = {"socket": path, "pid": status.get("pid")}
+        source = f"as enforced by the hookbus serve on {path} (pid {status.get('pid')}), generation {generation}"
     else:
         with open_bus(args, quiet=True, read_only=True) as bus:
             snapshot = bus.snapshot
@@ -130,10 +137,17 @@ def cmd_list(args: argparse.Namespace) -> int:
             kept = {hook_id: kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
             rows = hook_rows(snapshot, last_runs, kept)
             problems = [str(problem) for problem in snapshot.problems]
-            home, disabled = str(bus.home.root), snapshot.settings.disabled_reason
+            warnings = list(snapshot.warnings)
+            home, disabled, generation = str(bus.home.root), snapshot.settings.disabled_reason, snapshot.generation
         source = "as loaded by this process (no hookbus serve answers for this home)"
+    if args.json:
+        print(json_line({
+            "home": home, "source": "server" if server else "process", "server": server, "generation": generation,
+            "hooks": rows, "problems": problems, "warnings": warnings, "disabled": disabled,
+        }))
+        return 0
     if rows:
-        for line in hook_lines(rows, Style(wants_colour())):
+        for line in hook_lines(rows, Style.for_stdout()):
             print(line)
     else:
         say(f"no hooks in {home}/hooks")
@@ -154,6 +168,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hookbus.cli.scripts import script_findings
     from hookbus.cli.views import plural
 
+    lines: list[str] = []  # what the text prints, in order
     with open_bus(args, quiet=True, read_only=True) as bus:
         snapshot = bus.snapshot
         wanted = set(args.ids)
@@ -163,18 +178,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if not wanted or problem.hook_id in wanted
         ]
         failed = bool(problems)
-        for hook_id in sorted(wanted):
-            known = hook_id in snapshot.hooks or any(p.hook_id == hook_id for p in problems)
-            if not known:
-                say(f"hooks/{hook_id}: no hook.json or hook.yaml")
-                failed = True
-        for problem in problems:
-            say(str(problem))
-        for warning in snapshot.warnings:
-            say(f"warning: {warning}")
+        missing = [hook_id for hook_id in sorted(wanted) if hook_id not in snapshot.hooks and not any(p.hook_id == hook_id for p in problems)]
+        unknown = [f"hooks/{hook_id}: no hook.json or hook.yaml" for hook_id in missing]
+        failed = failed or bool(missing)
+        lines += unknown
+        lines += [str(problem) for problem in problems]
+        warnings = list(snapshot.warnings)
+        lines += [f"warning: {warning}" for warning in warnings]
         findings = [line for line in layout_findings(bus.home.hooks_dir) if not wanted or line.split(":", 1)[0].split("/", 1)[-1] in wanted]
-        for finding in findings:
-            say(finding)
+        layout = list(findings)
+        lines += findings
         broken = {problem.hook_id for problem in problems}
         # A loaded hook whose script is missing, not executable or outside its directory
         # would fail (open) at every fire: that is a problem now, not at the first fire.
@@ -183,26 +196,47 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for hook_id, hook in snapshot.hooks.items()
             if (not wanted or hook_id in wanted) and hook_id not in broken
         }
-        for finding in (line for lines in scripts.values() for line in lines):
-            say(finding)
+        for finding in (line for found in scripts.values() for line in found):
+            lines.append(finding)
             findings.append(finding)
-        valid = [hook_id for hook_id, lines in scripts.items() if not lines]
-        for hook_id in valid:
-            say(f"ok  hooks/{hook_id}")
+        valid = [hook_id for hook_id, found in scripts.items() if not found]
+        lines += [f"ok  hooks/{hook_id}" for hook_id in valid]
         if not wanted:
             if not snapshot.hooks and not problems and not findings:
-                say(f"no hooks in {bus.home.hooks_dir}: nothing to validate")
+                lines.append(f"no hooks in {bus.home.hooks_dir}: nothing to validate")
             else:
                 summary = f"{plural(len(valid), 'valid hook')}, {plural(len(problems) + len(findings), 'problem')}"
-                say(f"{summary} in {bus.home.hooks_dir}")
-    return 1 if failed or findings else 0
+                lines.append(f"{summary} in {bus.home.hooks_dir}")
+        home = str(bus.home.root)
+    ok = not (failed or findings)
+    if args.json:
+        every = unknown + [str(problem) for problem in problems] + findings
+        ids = sorted({*scripts, *(p.hook_id for p in problems if p.hook_id is not None), *missing})
+        hooks = []
+        for hook_id in ids:
+            own = [f"hooks/{hook_id}: no hook.json or hook.yaml"] if hook_id in missing else []
+            own += [str(problem) for problem in problems if problem.hook_id == hook_id]
+            own += [finding for finding in layout if _about_hook(finding, hook_id)]  # a misnamed spec
+            own += scripts.get(hook_id, [])
+            own_warnings = [warning for warning in warnings if _about_hook(warning, hook_id)]
+            hooks.append({"id": hook_id, "ok": not own, "problems": own, "warnings": own_warnings})
+        print(json_line({"ok": ok, "home": home, "hooks": hooks, "problems": every, "warnings": warnings}))
+    else:
+        for line in lines:
+            say(line)
+    return 0 if ok else 1
+
+
+def _about_hook(line: str, hook_id: str) -> bool:
+    """Whether a problem or warning line is about hook ``hook_id`` (it names its files)."""
+    return line.startswith((f"hooks/{hook_id}/", f"hooks/{hook_id} ", f"hooks/{hook_id}:"))
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Why each hook fires or not, as a server that serves the home decides (asked over
     its socket), else as this process does."""
     from hookbus.eventnames import EVENT_NAMES, unknown_event_message
-    from hookbus.cli.tables import Style, wants_colour
+    from hookbus.cli.tables import Style
     from hookbus.cli.views import explain_lines
 
     if args.event not in EVENT_NAMES:
@@ -229,9 +263,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         home = str(bus.home.root)
         source = "as decided by this process (no hookbus serve answers for this home)"
     if args.json:
-        print(json_line({**explanation, "source": source}))
+        print(json_line({**explanation, "home": home, "source": source}))
     else:
-        for line in explain_lines(explanation, home, Style(wants_colour())):
+        for line in explain_lines(explanation, home, Style.for_stdout()):
             print(line)
         say(source)
     return interrupts.exit_code(0)
@@ -241,6 +275,16 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     envelope = read_envelope(args.input)
     interrupts = Interrupts()
     bus = open_bus(args)
+    if args.id not in bus.snapshot.hooks:
+        from hookbus.errors import did_you_mean
+
+        hint = did_you_mean(args.id, bus.snapshot.hooks)
+        if hint:  # else the bus says it all: what is loaded, and where to look
+            bus.close()
+            known = ", ".join(bus.snapshot.hooks)
+            raise UsageError(
+                f"no valid hook {args.id!r}{hint} in {bus.home.hooks_dir} (loaded: {known}); `hookbus validate` says why a hook is skipped"
+            )
     with interrupts.watching(bus):
         try:
             record = bus.trigger(args.id, envelope)
@@ -251,29 +295,44 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from hookbus.cli.tables import Style, wants_colour
-    from hookbus.cli.views import log_header, record_line
+    from hookbus.cli.logfilter import log_filter
+    from hookbus.cli.tables import Style
+    from hookbus.cli.views import log_header, log_widths, record_line
 
-    style = Style(wants_colour())
+    wanted = log_filter(args.event, args.status, args.since)
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit {args.limit}: give a number of fires, 0 or more")
+    style = Style.for_stdout()
     header = [not args.json]
+    widths: list[int] = []
 
     def show(record: RunRecord) -> None:
+        if not wanted.keeps(record):
+            return
         if header[0]:
-            print(log_header(style))
+            print(log_header(style, widths))
             header[0] = False
-        line = json_line(record.log_entry()) if args.json else record_line(record, style)
+        line = json_line(record.log_entry()) if args.json else record_line(record, style, widths)
         print(line, flush=True)
 
     with open_bus(args, quiet=True, read_only=True) as bus:
         # Sizes are taken before the history is read, so a fire landing in between is
         # printed by the follow loop rather than lost; `shown` keeps it from printing twice.
         offsets = _log_sizes(bus) if args.follow else {}
-        history = bus.read_runs(args.hook, args.limit)
+        history = _history(bus, args.hook, args.limit, wanted)
+        # Columns as wide as the history needs; as wide as they go when following, so
+        # that what comes later lines up.
+        widths[:] = log_widths(style, None if args.follow else history)
         for record in history:
             show(record)
         if not history and not args.json and not args.follow:
             which = f" of hook {args.hook!r}" if args.hook else ""
-            say(f"no fires{which} recorded in {bus.home.root}")
+            hint = ""
+            if args.hook and args.hook not in bus.snapshot.hooks:
+                from hookbus.errors import did_you_mean
+
+                hint = did_you_mean(args.hook, bus.snapshot.hooks)
+            say(f"no fires{which}{wanted.describe()} recorded in {bus.home.root}{hint}")
         if args.follow:
             shown = {_identity(record) for record in history}
             if bus.active_recorders[:1] == ("recorder",):
@@ -281,6 +340,21 @@ def cmd_log(args: argparse.Namespace) -> int:
             else:
                 _follow_any(bus, args.hook, shown, show)
     return 0
+
+
+def _history(bus: HookBus, hook_id: str | None, limit: int | None, wanted: LogFilter) -> list[RunRecord]:
+    """The recorded fires the filter keeps, the last ``limit`` of them, oldest first."""
+    if not wanted.active:
+        return bus.read_runs(hook_id, limit)
+    if bus.active_recorders[:1] == ("recorder",):
+        # The built-in log: the days before --since need not be read at all.
+        from hookbus_recorder.logfile import read_records
+
+        records = read_records(bus.home.logs_dir, hook_id, None, wanted.first_day())
+    else:
+        records = bus.read_runs(hook_id, None)
+    kept = [record for record in records if wanted.keeps(record)]
+    return kept if limit is None else kept[len(kept) - limit:] if limit else []
 
 
 def _follow_any(
@@ -370,27 +444,19 @@ def _follow(
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """Every plugin: entry-point name, distribution and version, what it provides, status."""
-    from hookbus.cli.tables import Style, table, wants_colour
+    from hookbus.cli.tables import Style
+    from hookbus.cli.views import plugin_lines, plugin_rows
 
     with open_bus(args, quiet=True, read_only=True) as bus:
-        rows: list[tuple[str, ...]] = []
-        for info in bus.plugin_infos:
-            if info.error:
-                status = f"failed: {info.error}"
-            elif info.blocked:
-                status = info.blocked
-            elif "recorder" in info.provides and info.name not in bus.active_recorders:
-                status = 'loaded (recorder not selected: settings.json "recorder")'
-            else:
-                status = "loaded"
-            provides = ", ".join(info.provides) or "-"
-            rows.append(
-                (info.name, info.distribution or "(in process)", info.version or "-", status, provides)
-            )
-        for line in table(rows, ("NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES"), Style(wants_colour())):
-            print(line)
-        print()
-        say(f"recording with: {', '.join(bus.active_recorders) or 'nothing'}")
+        rows = plugin_rows(bus.plugin_infos, bus.active_recorders)
+        recorders = list(bus.active_recorders)
+    if args.json:
+        print(json_line({"plugins": rows, "recorders": recorders}))
+        return 0
+    for line in plugin_lines(rows, Style.for_stdout()):
+        print(line)
+    print()
+    say(f"recording with: {', '.join(recorders) or 'nothing'}")
     return 0
 
 
@@ -448,6 +514,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args.home, args.socket)
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from hookbus.cli.scaffold import cmd_new as new
+
+    return new(args)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hookbus.cli.status import cmd_status as status
+
+    return status(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from hookbus.cli.demo import run_demo
 
@@ -495,7 +573,39 @@ def _add_explain(parser: argparse.ArgumentParser) -> None:
 
 def _add_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", nargs="*", metavar="ID", help="only these hooks (default: all)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object (the exit code is the same)")
     parser.set_defaults(func=cmd_validate)
+
+
+def _add_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the hooks as one JSON object")
+    parser.set_defaults(func=cmd_list)
+
+
+def _add_plugins(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the plugins as one JSON object")
+    parser.set_defaults(func=cmd_plugins)
+
+
+def _add_status(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
+    parser.add_argument("--json", action="store_true", help="print the server's status as one JSON object")
+    parser.set_defaults(func=cmd_status)
+
+
+def _add_new(parser: argparse.ArgumentParser) -> None:
+    from hookbus.cli.scaffold import KINDS
+
+    parser.add_argument("id", metavar="ID", help="the hook's id: the name of its directory in HOME/hooks")
+    parser.add_argument("--event", required=True, metavar="EVENT", help="PreToolUse, UserPromptSubmit, Stop, ...")
+    parser.add_argument(
+        "--matcher", metavar="RE",
+        help="the regex the event's field must match (RE2; '' or '*': all). Default: bash on a tool event "
+        "(the example acts on bash commands), none on the others",
+    )
+    parser.add_argument("--kind", choices=KINDS, default="command", help="the hook's action (default: command, a script)")
+    parser.add_argument("--force", action="store_true", help="overwrite the hook's hook.json, script and envelope.json if it exists")
+    parser.set_defaults(func=cmd_new)
 
 
 def _add_trigger(parser: argparse.ArgumentParser) -> None:
@@ -508,6 +618,16 @@ def _add_log(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hook", metavar="ID", help="only this hook")
     parser.add_argument("--limit", type=int, metavar="N", help="only the last N fires")
     parser.add_argument("--follow", "-f", action="store_true", help="keep printing new fires")
+    parser.add_argument("--event", metavar="EVENT", help="only fires of this event")
+    parser.add_argument(
+        "--status", metavar="STATUS",
+        help="only fires with this status: allow, deny, modify, context, done, error; or failed (any fire with an error)",
+    )
+    parser.add_argument(
+        "--since", metavar="WHEN",
+        help="only fires since WHEN: a date (2026-12-01), a date and time (2026-12-01T09:30, UTC unless it "
+        "says +02:00 or Z) or a duration back from now (24h, 90m)",
+    )
     parser.add_argument("--json", action="store_true", help="print each record as one JSON object per line (the audit log's fields)")
     parser.set_defaults(func=cmd_log)
 
@@ -553,8 +673,30 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "1 on a usage or config error.",
         _add_explain,
     ),
-    "list": ("show hooks, their state and last fire", None, _defaults(cmd_list)),
+    "new": (
+        "make a working hook to start from: hook.json, a script, a sample envelope",
+        "Make HOME/hooks/ID: a valid hook.json for EVENT (sync, and blocking when the event can "
+        "block), the action of --kind (command: check.sh, a script that reads the envelope and "
+        "shows how to deny, exit 2 with the reason on stderr; workflow: one bash step; prompt: "
+        "a prompt for the provider's model), and envelope.json, a sample envelope of EVENT for "
+        "`hookbus emit EVENT --input HOME/hooks/ID/envelope.json`. Then it validates the hook "
+        "and prints the commands to try it. An existing ID is refused unless --force. Exit 0 "
+        "when the hook is valid; 1 on a usage error, or when it was made but does not load "
+        "(the home is writable by others, say: it says what to fix).",
+        _add_new,
+    ),
+    "list": ("show hooks, their state and last fire", None, _add_list),
     "validate": ("check hook specs; exit 1 if any is invalid", None, _add_validate),
+    "status": (
+        "say whether a hookbus serve serves this home: pid, socket, uptime, plugins (exit 3 if none)",
+        "Ask the hookbus serve of this home (on --socket, $HOOKBUS_SOCKET or HOME/run/hookbus.sock) "
+        "for its status: pid, socket, version, uptime, generation, hooks, problems, and its "
+        "plugins, compared with what this environment would load (a plugin installed after the "
+        "server started: restart it). Exit 0 when a server serves the home; 3 when none does "
+        "(one line says why; with --json also {\"serving\": false, \"home\": ..., \"socket\": ...}); "
+        "1 when one is there but does not answer.",
+        _add_status,
+    ),
     "trigger": (
         "fire one hook now (recorded as an async fire)",
         "Fire hook ID now, whatever its trigger, and print its record as one JSON object. Exit "
@@ -566,7 +708,7 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
     "plugins": (
         "list plugins: name, distribution, version, status and what each provides",
         None,
-        _defaults(cmd_plugins),
+        _add_plugins,
     ),
     "schema": (
         "print the JSON Schema (draft 2020-12) of hook.json, installed runners included",
@@ -581,7 +723,7 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
     ),
     "serve": (
         "serve this home's hooks on a Unix socket (JSON-RPC 2.0, one object per line)",
-        "Hold one watching bus and answer emit, trigger, ping and reload requests on a Unix "
+        "Hold one watching bus and answer emit, trigger, ping, reload, status and explain requests on a Unix "
         "socket, for any process of this user (or root), in any language; see "
         "docs/protocol.md. Prints 'hookbus serve: listening on PATH' on stderr when ready. "
         "SIGTERM or SIGINT: stop accepting, finish what is running, record every fire, "

@@ -8,13 +8,14 @@ questions ("did my hook work?" and "what did it decide?").
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from hookbus.cli.tables import Style, cut, table
+from hookbus.cli.tables import Style, cut, fit, table
 from hookbus.terminal import printable
 
 if TYPE_CHECKING:
     from hookbus.errors import Problem
+    from hookbus.plugins import PluginInfo
     from hookbus.records import RunRecord
     from hookbus.registry import Snapshot
 
@@ -80,7 +81,7 @@ def hook_lines(rows: list[dict[str, Any]], style: Style) -> list[str]:
             str(row.get("error") or (last.get("error") or "" if last else "")),
         ))
     headers = ("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR")
-    return table(cells, headers, style, widths=(None, None, 30, None, None, None, None, ERROR_WIDTH))
+    return table(cells, headers, style, widths=(None, None, 30, None, None, None, None, ERROR_WIDTH), keep=(0,))
 
 
 def _broken(snapshot: Snapshot) -> list[Problem]:
@@ -100,28 +101,67 @@ def said(record: RunRecord) -> str:
     return text
 
 
-#: ``hookbus log``'s columns and their widths (the last is cut, not padded): fixed, so that
-#: lines printed as fires happen (``--follow``) line up with those printed before.
-LOG_COLUMNS = (("AT", 24), ("EVENT", 17), ("HOOK", 20), ("MODE", 6), ("STATUS", 11), ("TOOK", 8), ("SAID", SAID_WIDTH), ("ERROR", ERROR_WIDTH))
+#: ``hookbus log``'s columns, the most each shows (the last is cut, not padded), and the
+#: narrowest each is cut to when lines must fit the terminal. AT, MODE, STATUS and TOOK are
+#: never cut, nor the event's name in EVENT (which adds the call's tool: ``PreToolUse(bash)``).
+LOG_COLUMNS = (
+    ("AT", 24, 24), ("EVENT", 30, 17), ("HOOK", 20, 12), ("MODE", 6, 6), ("STATUS", 7, 7),
+    ("TOOK", 8, 8), ("SAID", SAID_WIDTH, 12), ("ERROR", ERROR_WIDTH, 12),
+)
+#: The columns right-aligned (TOOK) and coloured by status (STATUS).
+_TOOK, _STATUS = 5, 4
 
 
-def log_header(style: Style) -> str:
-    return "  ".join(style(name.ljust(width) if index < len(LOG_COLUMNS) - 1 else name, "bold") for index, (name, width) in enumerate(LOG_COLUMNS)).rstrip()
+def log_widths(style: Style, records: Sequence[RunRecord] | None = None) -> list[int]:
+    """The widths of ``LOG_COLUMNS`` on a line at most ``style.width`` wide. Given the
+    ``records`` to show, each column is as wide as what it shows (up to its most);
+    without, as wide as its most: lines printed as fires happen (``--follow``) then line
+    up with those printed before."""
+    sizes = [width for _, width, _ in LOG_COLUMNS]
+    if records is not None:
+        rows = [_log_values(record) for record in records]
+        sizes = [
+            min(most, max([len(name), *(len(_shown(row[index])) for row in rows)]))
+            for index, (name, most, _) in enumerate(LOG_COLUMNS)
+        ]
+    return fit(sizes, style.width, [floor for _, _, floor in LOG_COLUMNS])
 
 
-def record_line(record: RunRecord, style: Style) -> str:
-    """One fire, in ``LOG_COLUMNS``."""
+def _shown(value: str) -> str:
+    return " ".join(printable(value).split())
+
+
+def log_header(style: Style, widths: Sequence[int] | None = None) -> str:
+    widths = log_widths(style) if widths is None else widths
+    last = len(LOG_COLUMNS) - 1
+    return "  ".join(
+        style(name.ljust(width) if index < last else name, "bold") for index, ((name, _, _), width) in enumerate(zip(LOG_COLUMNS, widths))
+    ).rstrip()
+
+
+def _log_values(record: RunRecord) -> tuple[str, ...]:
     from hookbus.durations import format_duration
 
-    values = (
-        record.at, record.event, record.hook_id, "manual" if record.manual else record.mode, record.status,
-        format_duration(record.duration), said(record), record.error or "",
+    # The tool beside the event, as one word: which call a hook decided on, and a line
+    # still splits into the same columns with or without one.
+    event = f"{record.event}({record.tool_name})" if record.tool_name else record.event
+    return (
+        record.at, event, record.hook_id, "manual" if record.manual else record.mode,
+        record.status, format_duration(record.duration), said(record), record.error or "",
     )
+
+
+def record_line(record: RunRecord, style: Style, widths: Sequence[int] | None = None) -> str:
+    """One fire, in ``LOG_COLUMNS`` (of ``log_widths``). The last column takes what room
+    the line has left, when its width is known."""
+    widths = list(log_widths(style) if widths is None else widths)
+    if style.width is not None:
+        widths[-1] = max(widths[-1], style.width - sum(widths[:-1]) - 2 * (len(widths) - 1))
     cells = []
-    for index, (value, (_, width)) in enumerate(zip(values, LOG_COLUMNS)):
+    for index, (value, width) in enumerate(zip(_log_values(record), widths)):
         cell = cut(printable(value), width)
-        padded = cell.rjust(width) if index == 5 else cell.ljust(width)
-        if index == 4:
+        padded = cell.rjust(width) if index == _TOOK else cell.ljust(width)
+        if index == _STATUS:
             padded = style.status(cell) + padded[len(cell):]
         cells.append(padded)
     return "  ".join(cells).rstrip()
@@ -139,7 +179,10 @@ def explain_lines(explanation: Mapping[str, Any], home: str, style: Style) -> li
     dry_run = bool(explanation.get("dry_run"))
     rows = [_verdict_row(verdict, dry_run) for verdict in hooks]
     if rows:
-        lines += table(rows, ("HOOK", "VERDICT", "WHY", "SAID", "ERROR"), style, widths=(None, None, 70, SAID_WIDTH, ERROR_WIDTH), status_column=1)
+        lines += table(
+            rows, ("HOOK", "VERDICT", "WHY", "SAID", "ERROR"), style,
+            widths=(None, None, 70, SAID_WIDTH, ERROR_WIDTH), status_column=1, keep=(0, 1),
+        )
     else:
         lines.append(f"no hooks in {home}/hooks")
     lines.append("")
@@ -179,3 +222,57 @@ def _verdict_row(verdict: Mapping[str, Any], dry_run: bool) -> tuple[str, ...]:
     if result.get("note"):
         text += f" [{result['note']}]"
     return str(verdict.get("id")), status, why, text, str(result.get("error") or "")
+
+
+#: ``plugin_rows``'s status, and what ``hookbus plugins`` shows for it.
+PLUGIN_STATUSES = ("loaded", "unselected", "blocked", "failed")
+UNSELECTED_TEXT = 'loaded (recorder not selected: settings.json "recorder")'
+
+
+def plugin_rows(infos: Sequence[PluginInfo], active_recorders: Sequence[str]) -> list[dict[str, Any]]:
+    """Every plugin of a bus as JSON (``hookbus plugins --json``, and ``hookbus serve``'s
+    ``status``): ``name`` (its entry point's), ``module``, ``distribution`` and
+    ``version`` (null for one handed in by the embedder), ``in_process``, ``status``
+    (``loaded``; ``unselected``: a recorder that settings.json's ``recorder`` leaves out;
+    ``blocked``: by HOOKBUS_DISABLE_PLUGINS or HOOKBUS_LOAD_PLUGINS; ``failed``: it did not
+    load), ``detail`` (why, for the last two) and ``provides``."""
+    rows = []
+    for info in infos:
+        detail = info.error or info.blocked
+        if info.error:
+            status = "failed"
+        elif info.blocked:
+            status = "blocked"
+        elif "recorder" in info.provides and info.name not in active_recorders:
+            status = "unselected"
+        else:
+            status = "loaded"
+        rows.append({
+            "name": info.name, "module": info.module, "distribution": info.distribution, "version": info.version,
+            "in_process": info.in_process, "status": status, "detail": detail, "provides": list(info.provides),
+        })
+    return rows
+
+
+def plugin_status_text(row: Mapping[str, Any]) -> str:
+    """The STATUS column of ``hookbus plugins`` for one of ``plugin_rows``."""
+    status, detail = row.get("status"), row.get("detail")
+    if status == "failed":
+        return f"failed: {detail}"
+    if status == "blocked":
+        return str(detail or "blocked")
+    if status == "unselected":
+        return UNSELECTED_TEXT
+    return str(status)
+
+
+def plugin_lines(rows: Sequence[Mapping[str, Any]], style: Style) -> list[str]:
+    """``hookbus plugins`` (and ``hookbus status``): ``plugin_rows`` as a table."""
+    cells = [
+        (
+            str(row.get("name")), str(row.get("distribution") or "(in process)"), str(row.get("version") or "-"),
+            plugin_status_text(row), ", ".join(row.get("provides") or ()) or "-",
+        )
+        for row in rows
+    ]
+    return table(cells, ("NAME", "DISTRIBUTION", "VERSION", "STATUS", "PROVIDES"), style, keep=(0,))

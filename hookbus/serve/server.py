@@ -179,6 +179,8 @@ class HookServer:
         self._max_connections = connection_limit()
         self._refused_uids: set[int] = set()
         self._report = ReportOnce()
+        #: When it started serving, for ``status``: its uptime (monotonic) and the moment.
+        self._started = time.monotonic(), time.time()
         # Bound to no loop until used (Python 3.10+): stop() works before serve() runs.
         self._stop_requested = asyncio.Event()
         self._drained = asyncio.Event()
@@ -499,15 +501,19 @@ class HookServer:
 
     def _status(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
         """What ``hookbus list`` shows, as this server enforces it: its hooks (a broken
-        file's last good version among them), their last fires, the problems."""
+        file's last good version among them), their last fires, the problems; and what
+        ``hookbus status`` shows of the server: its version, how long it has run, its
+        socket, and its plugins as ``hookbus plugins`` shows them."""
         _params(params, {}, {"start_by": float})
         _check_in_time(params.get("start_by"), 0.0)
         snapshot = self.bus.snapshot
 
         def status() -> dict[str, Any]:
-            from hookbus.cli.views import hook_rows
+            from hookbus.cli.views import hook_rows, plugin_rows
+            from hookbus.records import utc_timestamp
 
             last_runs = {hook_id: _last_run(self.bus, hook_id) for hook_id in snapshot.hooks}
+            started, started_at = self._started
             return {
                 "home": str(self.bus.home.root),
                 "pid": os.getpid(),
@@ -516,9 +522,37 @@ class HookServer:
                 "problems": [str(problem) for problem in snapshot.problems],
                 "warnings": list(snapshot.warnings),
                 "disabled": snapshot.settings.disabled_reason,
+                "version": __version__,
+                "started_at": utc_timestamp(started_at),
+                "uptime_seconds": round(time.monotonic() - started, 3),
+                "socket": self._socket_path(),
+                "plugins": plugin_rows(self.bus.plugin_infos, self.bus.active_recorders),
+                "recorders": list(self.bus.active_recorders),
             }
 
         return self._on_a_thread(status, connection, request, params.get("start_by"), 0.0)
+
+    def _socket_path(self) -> str | None:
+        """The path this server listens on, as ``serve`` announced it: what its lock file
+        says, when this process holds it (a path too long for a socket address is bound
+        through a descriptor, and the socket's own name is then no path); else the
+        socket's name, when it is one."""
+        import json
+
+        from hookbus.serve.rendezvous import LOCK_NAME, run_dir
+
+        try:
+            with open(os.path.join(run_dir(str(self.bus.home.root)), LOCK_NAME), "rb") as handle:
+                holder = json.loads(handle.read(4096))
+            if holder.get("pid") == os.getpid() and isinstance(holder.get("socket"), str):
+                return str(holder["socket"])
+        except (OSError, ValueError, AttributeError):
+            pass
+        try:
+            name = self._listener.getsockname()
+        except OSError:
+            return None
+        return name if isinstance(name, str) and name.startswith("/") and not name.startswith("/proc/self/fd/") else None
 
     def _explain(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
         """``hookbus explain`` as this server would decide: its hooks run (and are

@@ -1,8 +1,8 @@
 """Shared by the attack suite (tests/adversarial): who the attacker is, and the figures.
 
-Every test here is an attack on one promise of the README's security model (1-7: the
-core; 8: hookbus's own trouble is never a host's allow; 9: every bound holds in bytes, the
-same on every path; 10: what hookbus shows is what is enforced). It counts itself as tried
+Every test here is an attack on one promise of the security model in docs/security.md
+(1-7: the core; 8: hookbus's own trouble is never a host's allow; 9: every bound holds in
+bytes, the same on every path; 10: what hookbus shows is what is enforced). It counts itself as tried
 when it starts and as held when its assertions pass; tests/conftest.py prints the rows
 after the run (``make test``) and ``make stress`` prints them in its summary.
 """

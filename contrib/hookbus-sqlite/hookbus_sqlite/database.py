@@ -24,7 +24,8 @@ from hookbus.records import RunRecord, Status, utc_timestamp
 
 logger = logging.getLogger("hookbus")
 
-SCHEMA_VERSION = 1
+#: 2 added ``runs.tool_name``; a database of version 1 gets the column when a writer opens it.
+SCHEMA_VERSION = 2
 #: How long a writer waits for another one's transaction before SQLite says "locked".
 BUSY_TIMEOUT_SECONDS = 10.0
 #: Rows per transaction: a long backlog is written in several short transactions, so
@@ -44,7 +45,8 @@ CREATE TABLE IF NOT EXISTS runs (
     thread_id TEXT,
     decision  TEXT,              -- the hook's own decision, JSON
     note      TEXT,              -- why that decision did not take effect, when it did not
-    manual    INTEGER NOT NULL DEFAULT 0  -- 1 for bus.trigger / hookbus trigger
+    manual    INTEGER NOT NULL DEFAULT 0,  -- 1 for bus.trigger / hookbus trigger
+    tool_name TEXT               -- the envelope's tool_name, when it had one
 );
 CREATE INDEX IF NOT EXISTS runs_at ON runs (at);
 CREATE INDEX IF NOT EXISTS runs_hook_at ON runs (hook_id, at);
@@ -58,10 +60,12 @@ CREATE TABLE IF NOT EXISTS load_errors (
 """
 
 COLUMNS = ("at", "hook_id", "event", "mode", "status", "duration", "error", "thread_id",
-           "decision", "note", "manual")
+           "decision", "note", "manual", "tool_name")
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # the primary result codes (sqlite3 names them from 3.11)
 _INSERT = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM runs"
+#: The same, from a database of version 1, which no writer has opened since (no tool_name).
+_SELECT_V1 = f"SELECT {', '.join(COLUMNS[:-1])}, NULL FROM runs"
 
 #: A value ``query`` filters a column by: one value, or any of several.
 Match = Union[str, Iterable[str], None]
@@ -122,11 +126,17 @@ def _prepare(connection: sqlite3.Connection) -> None:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     connection.execute(statement)
+            if not _has_tool_name(connection):  # made by version 1
+                connection.execute("ALTER TABLE runs ADD COLUMN tool_name TEXT")
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
         _rollback(connection)
         raise
+
+
+def _has_tool_name(connection: sqlite3.Connection) -> bool:
+    return any(row[1] == "tool_name" for row in connection.execute("PRAGMA table_info(runs)"))
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
@@ -154,7 +164,7 @@ def row_of(record: RunRecord) -> tuple[Any, ...]:
     return (
         record.at, record.hook_id, record.event, record.mode, record.status,
         float(record.duration), _text(record.error), record.thread_id, decision,
-        _text(record.note), 1 if record.manual else 0,
+        _text(record.note), 1 if record.manual else 0, _text(record.tool_name),
     )
 
 
@@ -167,7 +177,7 @@ def _text(value: str | None) -> str | None:
 
 
 def record_of(row: Sequence[Any]) -> RunRecord:
-    at, hook_id, event, mode, status, duration, error, thread_id, decision, note, manual = row
+    at, hook_id, event, mode, status, duration, error, thread_id, decision, note, manual, tool_name = row
     parsed = None
     if decision is not None:
         try:
@@ -189,6 +199,7 @@ def record_of(row: Sequence[Any]) -> RunRecord:
         decision=parsed,
         note=None if note is None else str(note),
         manual=bool(manual),
+        tool_name=None if tool_name is None else str(tool_name),
     )
 
 
@@ -288,8 +299,9 @@ def query(
             raise ValueError(f"limit must be a whole number >= 0, not {limit!r}")
         if limit == 0:
             return []
-    sql = _SELECT + (" WHERE " + " AND ".join(clauses) if clauses else "")
+    where = " WHERE " + " AND ".join(clauses) if clauses else ""
     with closing(connect(path, create=False)) as connection:
+        sql = (_SELECT if _has_tool_name(connection) else _SELECT_V1) + where
         if limit is None:
             rows = connection.execute(sql + " ORDER BY at, id", parameters).fetchall()
         else:

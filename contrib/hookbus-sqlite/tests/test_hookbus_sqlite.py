@@ -33,7 +33,7 @@ from hookbus_sqlite import database_path, insert, load_errors, query
 
 CLI = [sys.executable, "-m", "hookbus"]
 COLUMNS = ["id", "at", "hook_id", "event", "mode", "status", "duration", "error",
-           "thread_id", "decision", "note", "manual"]
+           "thread_id", "decision", "note", "manual", "tool_name"]
 
 # Decides by tool_input.n (the envelope is compact JSON on stdin): every sync status.
 DECIDE_BY_N = r"""#!/usr/bin/env bash
@@ -813,3 +813,35 @@ def test_a_recorder_selected_by_a_reload_hears_of_hooks_already_broken(
     bus.close()
     db = db_of(hookbus_home)
     assert db.exists() and "typo" in load_errors(db)
+
+
+@pytest.mark.timeout(60)
+def test_a_database_of_schema_1_is_read_and_then_given_tool_name(tmp_path: Path) -> None:
+    """Version 2 added ``runs.tool_name``: a version 1 database is read as it is (no tool
+    names), and the first writer adds the column."""
+    from hookbus_sqlite.database import SCHEMA
+
+    db = tmp_path / "old.sqlite3"
+    old_schema = SCHEMA.replace(
+        "manual    INTEGER NOT NULL DEFAULT 0,  -- 1 for bus.trigger / hookbus trigger\n"
+        "    tool_name TEXT               -- the envelope's tool_name, when it had one\n",
+        "manual    INTEGER NOT NULL DEFAULT 0\n",
+    )
+    assert "tool_name" not in old_schema
+    with closing(sqlite3.connect(db)) as connection:
+        connection.executescript(old_schema)
+        connection.execute(
+            "INSERT INTO runs (at, hook_id, event, mode, status, duration) VALUES "
+            "('2026-11-29T18:00:00.000Z', 'old', 'Stop', 'sync', 'allow', 0.5)"
+        )
+        connection.execute("PRAGMA user_version = 1")
+        connection.commit()
+
+    [old] = query(db)
+    assert (old.hook_id, old.tool_name) == ("old", None)
+    new = RunRecord(at="2026-11-30T18:00:00.000Z", hook_id="new", event="PreToolUse", mode="sync",
+                    status="deny", duration=0.1, tool_name="bash")
+    insert(db, [new])
+    assert [(r.hook_id, r.tool_name) for r in query(db)] == [("old", None), ("new", "bash")]
+    with closing(sqlite3.connect(db)) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2

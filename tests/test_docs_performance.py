@@ -1,0 +1,113 @@
+"""docs/performance.md holds: the target of each figure of its table is the one `make bench`
+measures against (bench/bench.py, bench/serve_bench.py); the commands it gives run (two
+quick ones for real); and the summary of `make stress` has a row for each of the ten
+promises of the security model."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from docskit import DOCS, REPO, commands_of, logical_lines, section, section_blocks
+
+DOC = DOCS / "performance.md"
+
+pytestmark = pytest.mark.timeout(120)
+
+#: The table's figure -> the name bench.py reports it under.
+FIGURES = {
+    "no-match emit": "no-match emit",
+    "one sync hook": "one sync hook",
+    "parallel hooks": "parallel hooks",
+    "hot reload": "hot reload",
+    "async fire, busy pool": "async fire",
+    "async fire, paced": "async fire paced",
+    "cold load": "cold load",
+    "CLI emit": "CLI emit",
+    "scaling": "scaling",
+    "serve round trip": "serve rtt",
+    "serve one sync hook": "serve one sync",
+    "serve CLI emit": "serve CLI emit",
+    "serve bridge": "serve bridge",
+    "serve throughput": "serve throughput",
+}
+
+
+def bench_targets() -> dict[str, tuple[str, float]]:
+    """name -> (<= or >=, target) of every report() call of the bench scripts."""
+    targets = {}
+    for script in ("bench.py", "serve_bench.py"):
+        for node in ast.walk(ast.parse((REPO / "bench" / script).read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("report", "report_at_least"):
+                if len(node.args) >= 3 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[2], ast.Constant):
+                    targets[node.args[0].value] = (">=" if node.func.id == "report_at_least" else "<=", float(node.args[2].value))
+    # serve_bench.py takes its reporter as a parameter: bench.py hands throughput
+    # report_at_least, where higher is better.
+    if "serve throughput" in targets:
+        targets["serve throughput"] = (">=", targets["serve throughput"][1])
+    return targets
+
+
+def table() -> dict[str, str]:
+    rows = {}
+    for line in section(DOC, "Performance").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if line.startswith("|") and len(cells) == 4 and cells[0] not in ("figure", "---"):
+            rows[cells[0]] = cells[2]
+    return rows
+
+
+def test_every_figure_has_the_target_bench_measures_against() -> None:
+    rows = table()
+    targets = bench_targets()
+    assert set(rows) == set(FIGURES)
+    assert set(targets) == set(FIGURES.values())
+    for figure, name in FIGURES.items():
+        direction, target = targets[name]
+        match = re.search(r"([≤≥]) ([0-9.,]+)", rows[figure])
+        assert match is not None, figure
+        assert ("<=" if match.group(1) == "≤" else ">=") == direction, figure
+        assert float(match.group(2).replace(",", "")) == target, f"{figure}: the page says {rows[figure]}, bench.py {target}"
+
+
+def test_the_commands_it_gives_exist_and_the_quick_ones_run() -> None:
+    [block] = section_blocks(DOC, "Performance and reliability", "sh")
+    makefile = (REPO / "Makefile").read_text()
+    for line in logical_lines(block):
+        [command] = commands_of(line)
+        if command[0] == "make":
+            assert re.search(rf"^{command[1]}:", makefile, re.M), line
+            continue
+        assert command[0] == ".venv/bin/python", line
+        script = REPO / command[1]
+        assert script.is_file(), line
+        arguments = command[2:]
+        if script.name == "reload_latency.py":
+            arguments = ["--writes", "3"]
+        elif script.name == "bench.py":
+            arguments = ["--only", "no-match"]
+        done = subprocess.run([sys.executable, str(script), *arguments], cwd=REPO, capture_output=True, text=True, timeout=100)
+        assert done.returncode == 0, done.stderr
+        assert "target" in done.stdout
+
+
+def test_bench_takes_the_figures_the_page_names() -> None:
+    [block] = section_blocks(DOC, "Performance and reliability", "sh")
+    help_text = subprocess.run([sys.executable, str(REPO / "bench" / "bench.py"), "--help"], capture_output=True, text=True, timeout=60).stdout
+    for line in logical_lines(block):
+        [command] = commands_of(line)
+        if "--only" in command:
+            for name in command[command.index("--only") + 1:]:
+                assert name in help_text, name
+
+
+def test_the_stress_summary_has_a_row_for_each_promise() -> None:
+    text = section(DOC, "The figures of `make stress`")
+    numbers = sorted(int(n) for n in re.findall(r"attacks held / tried, promise (\d+)", text))
+    assert numbers == list(range(1, 11))
+    assert "[security model](security.md)" in section(DOC, "Reliability")
