@@ -511,7 +511,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from hookbus.serve.run import serve
 
     logging.getLogger("hookbus").setLevel(logging.INFO)  # reloads and refusals, for the journal
-    return serve(args.home, args.socket)
+    return serve(args.home, args.socket, http=args.http)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -560,6 +560,11 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
 
 def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
+    parser.add_argument(
+        "--http", metavar="127.0.0.1:PORT",
+        help="also answer Claude Code's http hooks on POST /claude-code at this loopback address (PORT 0: a free "
+        "one); every request needs the bearer token of $HOOKBUS_HTTP_TOKEN or HOME/run/http.token; see docs/claude-code.md",
+    )
     parser.set_defaults(func=cmd_serve)
 
 

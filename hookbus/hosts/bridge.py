@@ -31,6 +31,38 @@ if TYPE_CHECKING:
     Renderer = Callable[[str, str, "dict[str, Any]", ToolNames, "str | None"], "dict[str, Any]"]
 
 
+def output_text(output: dict[str, Any]) -> str:
+    """The host's JSON as every path writes it (stdout of the bridges, the body of ``POST
+    /claude-code``), byte for byte alike: ASCII, with ``\\uXXXX`` escapes, so that neither
+    a terminal nor a host's decoder can mistake it; NaN and lone surrogates as strict JSON
+    writes them, and nesting past the C encoder without recursion."""
+    from hookbus.serve.leanjson import LeanJSONError, dumps
+
+    try:
+        return dumps(output)
+    except LeanJSONError:
+        from hookbus.jsontext import strict_json
+
+        return _ascii(strict_json(output).decode())
+
+
+def _ascii(text: str) -> str:
+    """JSON text with every non-ASCII character escaped as ``json.dumps`` escapes it."""
+    if text.isascii():
+        return text
+    out = []
+    for char in text:
+        code = ord(char)
+        if code < 0x80:
+            out.append(char)
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}")
+    return "".join(out)
+
+
 class BridgeInputError(ValueError):
     """The envelope on stdin is not one a host sends."""
 

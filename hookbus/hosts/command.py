@@ -11,27 +11,22 @@ even that can run, by ``hookbus.hosts.lastresort``. The reason goes to stderr ei
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 from hookbus.hosts.bridge import HOSTS, BridgeInputError, Host
+from hookbus.hosts.hostinput import read_host_envelope
 from hookbus.cli.core import (
     Interrupts,
     ServerLost,
-    UnreadableEnvelope,
     UsageError,
     decide_in_process,
     decide_via_server,
-    parse_envelope,
     warn,
 )
 
 if TYPE_CHECKING:
     import argparse
-
-#: Where an envelope that is no JSON object may still say its event.
-_EVENT_NAME = re.compile(r'"hook_event_name"\s*:\s*"([A-Za-z]{1,64})"')
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -47,16 +42,9 @@ def cmd_host_hook(args: argparse.Namespace) -> int:
 
 
 def run_host_hook(args: argparse.Namespace, host: Host) -> int:
-    unreadable: str | None = args.undecided
-    salvaged = False
-    data = _stdin_bytes()
-    try:
-        host_envelope = parse_envelope(_utf8(data))
-    except UnreadableEnvelope as exc:
-        host_envelope, unreadable = exc.fields, exc.why
-    except UsageError as exc:
-        host_envelope, salvaged = _salvage(data)
-        unreadable = str(exc)
+    reading = read_host_envelope(_stdin_bytes())
+    host_envelope, salvaged = reading.envelope, reading.salvaged
+    unreadable: str | None = reading.unreadable or args.undecided
     try:
         request = host.request(host_envelope, os.environ)
     except BridgeInputError as exc:
@@ -109,36 +97,12 @@ def _stdin_bytes() -> bytes:
     return stdin.read().encode("utf-8", "surrogateescape")  # handed over as text already
 
 
-def _utf8(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"the envelope on stdin is not UTF-8 (byte {exc.start})") from None
-
-
-def _salvage(data: bytes) -> tuple[dict[str, Any], bool]:
-    """What can still be read of an envelope that is not UTF-8 or not JSON: its top-level
-    fields, when it is JSON once undecodable bytes are replaced (False: matchable as it
-    is); else its event name alone (True: no hook can be matched)."""
-    from hookbus import deepjson
-
-    text = data.decode("utf-8", "replace")
-    try:
-        fields = deepjson.shallow(text, 1)
-    except ValueError:
-        fields = None
-    if isinstance(fields, dict):
-        return fields, False
-    found = _EVENT_NAME.search(text)
-    return ({"hook_event_name": found.group(1)} if found else {}), True
-
-
 def _print_answer(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> None:
-    from hookbus.jsontext import strict_json
+    from hookbus.hosts.bridge import output_text
 
     output, notes = host.answer(host_event, event, envelope, decision)
     if output is not None:
-        sys.stdout.write(strict_json(output).decode() + "\n")
+        sys.stdout.write(output_text(output) + "\n")
         sys.stdout.flush()
     for note in notes:
         warn(f"hookbus {host.verb}: {note}")

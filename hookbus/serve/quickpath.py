@@ -192,14 +192,11 @@ def _emit(sock: _socket.socket, path: str, home: str, command: _Command, envelop
 
 
 def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> int | _Handover:
+    from hookbus.hosts.bridge import output_text
+
     output, notes = host.answer(host_event, event, envelope, decision)
-    if output is not None:
-        try:
-            text = dumps(output)
-        except LeanJSONError:
-            return _Handover("the server sent a decision this path cannot write")
-        if not _print(text):
-            return 0
+    if output is not None and not _print(output_text(output)):
+        return 0
     for note in notes:
         _warn(f"hookbus {host.verb}: {note}")
     return 0

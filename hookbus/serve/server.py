@@ -181,6 +181,8 @@ class HookServer:
         self._report = ReportOnce()
         #: When it started serving, for ``status``: its uptime (monotonic) and the moment.
         self._started = time.monotonic(), time.time()
+        #: The HTTP listener beside the socket (``serve --http``), for ``status``.
+        self.http: Any = None
         # Bound to no loop until used (Python 3.10+): stop() works before serve() runs.
         self._stop_requested = asyncio.Event()
         self._drained = asyncio.Event()
@@ -528,6 +530,7 @@ class HookServer:
                 "socket": self._socket_path(),
                 "plugins": plugin_rows(self.bus.plugin_infos, self.bus.active_recorders),
                 "recorders": list(self.bus.active_recorders),
+                **({"http": self.http.status()} if self.http is not None else {}),
             }
 
         return self._on_a_thread(status, connection, request, params.get("start_by"), 0.0)
