@@ -28,6 +28,7 @@ from hookbus import HookBus
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reload_latency import hookbus_latency, p95, watchfiles_latency  # noqa: E402
 
+import http_bench  # noqa: E402
 import serve_bench  # noqa: E402
 
 ROUNDS = 5
@@ -337,6 +338,9 @@ FIGURES: dict[str, Callable[[Path], None]] = {
     "serve-one-sync": lambda work: serve_bench.serve_one_sync(work, report, ROUNDS),
     "serve-cli": lambda work: serve_bench.serve_cli(work, report, ROUNDS),
     "serve-throughput": lambda work: serve_bench.serve_throughput(work, report_at_least, ROUNDS),
+    # `hookbus serve --http`: POST /claude-code from a raw keep-alive client (http_bench.py).
+    "http-rtt": lambda work: http_bench.http_rtt(work, report, ROUNDS),
+    "http-one-sync": lambda work: http_bench.http_one_sync(work, report, ROUNDS),
 }
 
 

@@ -686,7 +686,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.force or args.plugin_root is not None:
             raise UsageError("--force and --plugin-root do not apply to --install-bridge")
         host = GEMINI_CLI if args.source == "gemini-cli" else CLAUDE_CODE
-        return install_bridge(args.file, args.home, host=host, dry_run=args.dry_run)
+        return install_bridge(args.file, args.home, host=host, dry_run=args.dry_run, http=args.http)
+    if args.http is not None:
+        raise UsageError("--http goes with --install-bridge: it makes the bridge Claude Code's http hooks")
     if args.source == "gemini-cli":
         raise UsageError(
             "hookbus imports Claude Code's hooks only; for Gemini CLI, "
@@ -717,5 +719,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         "--install-bridge", action="store_true",
         help="instead, make FILE (the host's settings.json) send every event to `hookbus claude-code-hook` "
         "(gemini-cli: `hookbus gemini-cli-hook`)",
+    )
+    parser.add_argument(
+        "--http", metavar="URL",
+        help="with --install-bridge, claude-code: http hooks posting to the `hookbus serve --http` at URL "
+        "(http://127.0.0.1:PORT, as it printed), no process per call; events where a fail-closed hook could fire, "
+        "and SessionStart, keep the command bridge",
     )
     parser.set_defaults(func=cmd_import)

@@ -25,7 +25,7 @@ import shutil
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from hookbus.jsontext import json_type_name
 from hookbus.serve.rendezvous import home_root
@@ -251,13 +251,26 @@ def is_bridge_command(command: object, host: BridgedHost = CLAUDE_CODE) -> bool:
 
 
 def merge_bridge(
-    document: dict[str, Any], command: str, shown: str, host: BridgedHost = CLAUDE_CODE
+    document: dict[str, Any],
+    command: str,
+    shown: str,
+    host: BridgedHost = CLAUDE_CODE,
+    http_url: str | None = None,
+    keep_command: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """``document`` (the host's settings.json) with the bridge on every bridged event, and
-    a line per event saying what was done. The user's other hooks stay as they are."""
+    a line per event saying what was done. The user's other hooks stay as they are.
+
+    With ``http_url`` (Claude Code only), the bridge is an http hook posting there, except
+    on the events of ``keep_command`` (event: why), which keep the command bridge. A bridge
+    of the other kind on an event is replaced, so that running this again with or without
+    ``--http`` switches between them."""
+    from hookbus.hosts.httpbridge import http_entry, is_http_bridge
+
     hooks = document.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ImportFailed([f"{shown}: expected an object of events, got {json_type_name(hooks)} @ $.hooks"])
+    keep_command = keep_command or {}
     merged = dict(hooks)
     lines: list[str] = []
     for event in host.events:
@@ -265,32 +278,68 @@ def merge_bridge(
         if not isinstance(groups, list):
             where = key_path("$.hooks", event)
             raise ImportFailed([f"{shown}: expected an array of matcher groups, got {json_type_name(groups)} @ {where}"])
-        present = [
-            entry.get("command")
+        as_command = http_url is None or event in keep_command
+        wanted: dict[str, Any] = (
+            {"type": "command", "command": command, "timeout": host.timeout} if as_command
+            else http_entry(http_url or "", host.timeout)
+        )
+        what = command if as_command else f"http {http_url}"
+        entries = [
+            entry
             for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-            for entry in group["hooks"] if isinstance(entry, dict) and is_bridge_command(entry.get("command"), host)
+            for entry in group["hooks"] if isinstance(entry, dict)
         ]
-        if command in present:
-            lines.append(f"{event}: already routed to {command}")
+        commands = [entry.get("command") for entry in entries if is_bridge_command(entry.get("command"), host)]
+        https = [entry for entry in entries if is_http_bridge(entry)]
+        why_command = f" (kept on the command bridge: {keep_command[event]})" if http_url is not None and event in keep_command else ""
+        if (as_command and command in commands and not https) or (not as_command and wanted in https and not commands):
+            lines.append(f"{event}: already routed to {what}{why_command}")
             continue
-        if present:
+        if as_command and commands and not https:
             lines.append(
-                f"{event}: left alone: already routed by {present[0]!r}, not {command!r} "
+                f"{event}: left alone: already routed by {commands[0]!r}, not {command!r} "
                 "(edit it by hand if you meant this one)"
             )
             continue
+        replaced = bool(commands or https)
+        if replaced:
+            groups = _without_bridges(groups, host)
         on_tools = event in host.tool_events and host.all_tools is not None
         group: dict[str, Any] = {"matcher": host.all_tools} if on_tools else {}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": host.timeout}]
+        group["hooks"] = [wanted]
         merged[event] = [*groups, group]
-        lines.append(f"{event}: add {command}" + (f" (matcher {host.all_tools})" if on_tools else ""))
+        verb = "replace the bridge with" if replaced else "add"
+        lines.append(f"{event}: {verb} {what}" + (f" (matcher {host.all_tools})" if on_tools else "") + why_command)
     result = dict(document)
     result["hooks"] = merged
     return result, lines
 
 
+def _without_bridges(groups: list[Any], host: BridgedHost) -> list[Any]:
+    """``groups`` without hookbus's own bridge entries (command or http); a group left with
+    no hook is dropped."""
+    from hookbus.hosts.httpbridge import is_http_bridge
+
+    kept = []
+    for group in groups:
+        if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
+            kept.append(group)
+            continue
+        entries = [
+            entry for entry in group["hooks"]
+            if not (isinstance(entry, dict) and (is_bridge_command(entry.get("command"), host) or is_http_bridge(entry)))
+        ]
+        if len(entries) == len(group["hooks"]):
+            kept.append(group)  # none of ours (an empty group too): as it was
+        elif entries:
+            kept.append({**group, "hooks": entries})
+    return kept
+
+
 def _has_own_hooks(document: dict[str, Any], host: BridgedHost) -> bool:
     """Whether a settings document holds hooks other than the bridge."""
+    from hookbus.hosts.httpbridge import is_http_bridge
+
     hooks = document.get("hooks")
     if not isinstance(hooks, dict):
         return False
@@ -298,7 +347,7 @@ def _has_own_hooks(document: dict[str, Any], host: BridgedHost) -> bool:
         for group in groups if isinstance(groups, list) else ():
             entries = group.get("hooks") if isinstance(group, dict) else None
             for entry in entries if isinstance(entries, list) else ():
-                if not (isinstance(entry, dict) and is_bridge_command(entry.get("command"), host)):
+                if not (isinstance(entry, dict) and (is_bridge_command(entry.get("command"), host) or is_http_bridge(entry))):
                     return True
     return False
 
@@ -369,17 +418,21 @@ def install_bridge(
     *,
     host: BridgedHost = CLAUDE_CODE,
     dry_run: bool = False,
+    http: str | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Merge the bridge into FILE (created when missing, backed up to FILE.bak before a
-    change), or print it; the exit code."""
+    change), or print it; the exit code. ``http``: the address ``hookbus serve --http``
+    printed, for http hooks where they cannot weaken a fail-closed hook
+    (``hookbus.hosts.httpbridge``)."""
     out = out or sys.stdout
     err = err or sys.stderr
     shown = os.fspath(file)
     program = running_hookbus()
     command = bridge_command(home, host, program)
     exists = os.path.lexists(shown)
+    token_advice: str | None = None
     try:
         refusal = _foreign_link(shown)
         if refusal is not None:
@@ -387,7 +440,25 @@ def install_bridge(
         document = read_json_file(shown, shown) if exists else {}
         if not isinstance(document, dict):
             raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
-        merged, lines = merge_bridge(document, command, shown, host)
+        if http is not None:
+            from hookbus.hosts.httpbridge import command_events, hook_url, token_for_file
+
+            if host is not CLAUDE_CODE:
+                raise ImportFailed([f"--http: {host.name} has no http hooks; install its command bridge (without --http)"])
+            url = hook_url(http)
+            root = home_root(home)
+            merged, lines = merge_bridge(document, command, shown, host, url, command_events(root, host.events))
+            if dry_run:
+                token_advice = f"the token goes into {shown}'s env when it is readable by you alone; nothing was made"
+            else:
+                token_env, token_advice = token_for_file(shown, root)
+                if token_env is not None:
+                    env = merged.get("env")
+                    if env is not None and not isinstance(env, dict):
+                        raise ImportFailed([f"{shown}: expected an object of variables, got {json_type_name(env)} @ $.env"])
+                    merged["env"] = {**(env or {}), **token_env}
+        else:
+            merged, lines = merge_bridge(document, command, shown, host)
     except ImportFailed as exc:
         for message in exc.messages:
             print(printable(message), file=err)
@@ -400,6 +471,8 @@ def install_bridge(
             f"warning: {host.name} may fail to run the bridge: {problem}. "
             f"Fix that, or run this again with a hookbus {host.name} can run; the command is written all the same"
         ), file=err)
+    if token_advice is not None:
+        print(printable(f"note: {token_advice}"), file=err)
     if _has_own_hooks(document, host):
         advice = "remove those you imported with `hookbus import claude-code`" if host is CLAUDE_CODE else "move them into hookbus hooks"
         print(printable(f"note: the other hooks of {shown} still run as well: {advice}, or they run twice"), file=out)
@@ -421,7 +494,8 @@ def install_bridge(
             mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777
         else:
             make_directory(target.parent, 0o755)
-            mode = 0o644
+            # A file made for http hooks may keep their token: readable by you alone.
+            mode = 0o600 if http is not None else 0o644
         write_atomically(target, json.dumps(merged, indent=2, ensure_ascii=False) + "\n", mode)
     except ImportFailed as exc:
         for message in exc.messages:

@@ -38,9 +38,6 @@ PARSE_INLINE_BYTES = 64 * 1024
 #: Requests running hooks at once, over every http connection; past it, the answer is what
 #: the hooks' on_error says for "server busy" (Claude Code cannot run them itself).
 MAX_RUNNING = 256
-#: Request headers that stand for the variables Claude Code gives a command hook: the
-#: installed hooks send them (``allowedEnvVars``), and the bridge reads the variables.
-HEADER_VARIABLES = {"x-claude-project-dir": "CLAUDE_PROJECT_DIR"}
 #: Notes for the server's log (what Claude Code cannot hear) said at most this many times.
 MAX_NOTES_SAID = 64
 
@@ -78,8 +75,10 @@ class ClaudeCodeEndpoint:
 
     # -- what Claude Code sent ------------------------------------------------------------
 
-    def handle(self, body: bytes, headers: Mapping[str, str], reply: Callable[[Reply], None]) -> None:
-        environ = {variable: headers[name] for name, variable in HEADER_VARIABLES.items() if headers.get(name)}
+    def handle(self, body: bytes, reply: Callable[[Reply], None]) -> None:
+        # Claude Code gives an http hook none of the variables a command hook gets
+        # (CLAUDE_PROJECT_DIR is not in its own environment): the envelope is all there is.
+        environ: dict[str, str] = {}
         if len(body) <= PARSE_INLINE_BYTES:
             self._decide(read_host_envelope(body), environ, reply)
             return

@@ -128,6 +128,7 @@ class HttpListener:
             for other in self.connections:
                 if not other.trusted and not other.handling:
                     other.abort()
+                    self.forget(other)  # its connection_lost comes later, on the loop
                     break
         if len(self.connections) >= MAX_CONNECTIONS:
             if not self._refused_once:
@@ -178,7 +179,6 @@ class _HttpConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER_BYTES)
         self._body = bytearray()
-        self._headers: dict[str, str] = {}
         self._timer: asyncio.TimerHandle | None = None
         #: Whether a request is arriving (its first byte is in), being answered, or neither.
         self._receiving = False
@@ -269,14 +269,19 @@ class _HttpConnection(asyncio.Protocol):
                 return
 
     def _begin(self, request: h11.Request) -> None:
+        # h11 measures only what is still incomplete: headers that arrive in one piece are
+        # measured here.
+        size = len(request.method) + len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
+        if size > MAX_HEADER_BYTES:
+            self._refuse(431, f"the request line and headers hold {size:,} bytes, more than the {MAX_HEADER_BYTES:,} taken; nothing was run")
+            return
         refusal = self._listener.refusal(request)
         if refusal is not None:
             self._refuse(*refusal)
             return
         self.trusted = True
         self._receiving = True
-        self._headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.headers}
-        declared = self._headers.get("content-length")
+        declared = next((value for name, value in request.headers if name == b"content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             self._oversized = f"the request body is {int(declared):,} bytes, more than the {MAX_BODY_BYTES:,} a request may hold"
 
@@ -315,7 +320,7 @@ class _HttpConnection(asyncio.Protocol):
             self._transport.pause_reading()
         body = bytes(self._body)
         self._release_body()
-        self._listener.endpoint.handle(body, self._headers, self._reply)
+        self._listener.endpoint.handle(body, self._reply)
 
     def _reply(self, reply: Reply) -> None:
         self.handling = False

@@ -1,0 +1,290 @@
+"""``hookbus serve --http``: Claude Code's http hook on POST /claude-code, against a real
+server process, with a raw HTTP client. Every security rule has its attack here: no token,
+a wrong token, a foreign Host, an Origin header, an oversized body, oversized headers, a
+non-loopback bind, a token file others could read."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from conftest import HookWriter
+from httpkit import HttpClient, http_address, token_of
+from servekit import Served, environment, hookbus
+
+pytestmark = pytest.mark.timeout(120)
+
+BASH = {
+    "session_id": "s-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/", "hook_event_name": "PreToolUse",
+    "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t-1",
+}
+DENY_RM = "grep -q 'rm -rf' && echo '{\"behavior\": \"deny\", \"reason\": \"no rm\"}' || true"
+
+
+@pytest.fixture
+def serve(home: Path) -> Iterator[Callable[[], Served]]:
+    """Starts the server when called: after the test has written its hooks."""
+    started: list[Served] = []
+
+    def start() -> Served:
+        started.append(Served(home, "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=None)))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def served(serve: Callable[[], Served]) -> Served:
+    return serve()
+
+
+def client(served: Served, token: str | None = "", **options: Any) -> HttpClient:
+    host, port = http_address(served)
+    return HttpClient(port, token_of(served.home) if token == "" else token, host=host, **options)
+
+
+def bridge(home: Path, envelope: dict[str, Any] | bytes, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    data = envelope if isinstance(envelope, bytes) else json.dumps(envelope).encode()
+    return subprocess.run(
+        [sys.executable, "-m", "hookbus", "claude-code-hook", "--home", str(home), *extra],
+        input=data, capture_output=True, timeout=60, env=environment(CLAUDE_PROJECT_DIR=None),
+    )
+
+
+def marker_hook(write_hook: HookWriter, home: Path) -> Path:
+    """A hook that leaves a file behind when it runs."""
+    marker = home / "ran"
+    write_hook("marker", event="PreToolUse", mode="sync", command=f"touch {marker}")
+    return marker
+
+
+def test_it_announces_the_http_url_after_the_socket(served: Served) -> None:
+    host, port = http_address(served)
+    ready = [line for line in served.lines if line.startswith("hookbus serve: listening on ")]
+    assert ready == [f"hookbus serve: listening on {served.socket}", f"hookbus serve: listening on http://127.0.0.1:{port}"]
+    assert port > 0 and host == "127.0.0.1"
+    token_file = served.home / "run" / "http.token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and len(token_of(served.home)) >= 16
+
+
+def test_a_deny_is_the_bridges_answer_byte_for_byte(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=DENY_RM)
+    served = serve()
+    with client(served) as http:
+        answer = http.post(BASH)
+    assert answer.status == 200 and answer.headers["content-type"] == "application/json"
+    assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert answer.body == bridge(home, BASH).stdout == bridge(home, BASH, "--no-server").stdout
+
+
+def test_no_opinion_is_an_empty_200_and_keep_alive_holds(home: Path, served: Served) -> None:
+    with client(served) as http:
+        answers = [http.post({**BASH, "tool_input": {"command": f"ls {n}"}}) for n in range(3)]
+    assert [(a.status, a.body) for a in answers] == [(200, b"")] * 3
+    assert all(a.headers.get("keep-alive") == "timeout=60" and "connection" not in a.headers for a in answers)
+
+
+def test_pipelined_requests_are_each_answered_in_order(home: Path, served: Served) -> None:
+    """Many requests in one write: no recursion, no lost answer."""
+    with client(served) as http:
+        http.sock.sendall(b"".join(http.request_bytes(json.dumps({**BASH, "tool_use_id": str(n)}).encode()) for n in range(2000)))
+        answers = [http.read_answer() for _ in range(2000)]
+    assert {(a.status, a.body) for a in answers} == {(200, b"")}
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-of-enough-length"])
+def test_a_request_without_the_token_gets_401_runs_nothing_and_is_counted(
+    write_hook: HookWriter, home: Path, serve: Callable[[], Served], token: str | None
+) -> None:
+    marker = marker_hook(write_hook, home)
+    served = serve()
+    with client(served, token) as http:
+        answer = http.post(BASH)
+        assert http.closed_by_server()
+    assert answer.status == 401 and answer.headers["connection"] == "close"
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+    assert b"bearer token" in answer.body and b"nothing was run" in answer.body
+    assert not marker.exists()
+    status = json.loads(hookbus("status", "--home", str(home), "--json").stdout)
+    assert status["http"]["unauthorized"] == 1 and status["http"]["url"].startswith("http://127.0.0.1:")
+    with client(served) as http:  # the right token still works
+        assert http.post(BASH).status == 200
+    assert marker.exists()
+
+
+@pytest.mark.parametrize(
+    "headers, host_header",
+    [
+        ({"Origin": "http://127.0.0.1"}, None),
+        ({"Origin": "null"}, None),
+        ({}, "evil.example:80"),
+        ({}, "localhost"),
+        ({}, "127.0.0.1"),  # no port: not the listener's own
+        ({"Host": "127.0.0.1:1"}, None),  # a second Host header
+    ],
+)
+def test_a_foreign_host_or_an_origin_gets_403_and_runs_nothing(
+    write_hook: HookWriter, home: Path, serve: Callable[[], Served], headers: dict[str, str], host_header: str | None
+) -> None:
+    marker = marker_hook(write_hook, home)
+    served = serve()
+    with client(served) as http:
+        answer = http.post(BASH, headers=headers, host_header=host_header)
+    assert answer.status in (400, 403), answer  # h11 itself refuses two Host headers
+    assert not marker.exists()
+
+
+def test_a_wrong_route_or_method_is_refused(served: Served) -> None:
+    with client(served) as http:
+        assert http.post(BASH, path="/other").status == 404
+    with client(served) as http:
+        answer = http.post(b"", method="GET")
+    assert answer.status == 405 and answer.headers["allow"] == "POST"
+    with client(served, None) as http:  # unauthenticated probes learn nothing about routes
+        assert http.post(BASH, path="/other").status == 401
+
+
+def _oversized(http: HttpClient) -> Any:
+    body = json.dumps({**BASH, "tool_input": {"command": "x" * (17 << 20)}}).encode()
+    request = http.request_bytes(body)
+    http.sock.sendall(request[: 256 * 1024])  # the rest never needs to be sent
+    return http.read_answer()
+
+
+def test_an_oversized_body_gets_413_when_no_fail_closed_hook_could_fire(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    marker = marker_hook(write_hook, home)
+    served = serve()
+    with client(served) as http:
+        answer = _oversized(http)
+    assert answer.status == 413 and b"no fail-closed hook" in answer.body
+    assert not marker.exists()
+
+
+def test_an_oversized_body_is_denied_when_a_fail_closed_hook_could_fire(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    write_hook("guard", event="PreToolUse", matcher="write_file", mode="sync", blocking=True, on_error="deny", command="true")
+    served = serve()
+    with client(served) as http:
+        answer = _oversized(http)
+    assert answer.status == 200
+    specific = answer.json()["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny" and "fail-closed" in specific["permissionDecisionReason"]
+
+
+def test_oversized_headers_get_431(served: Served) -> None:
+    with client(served) as http:
+        answer = http.post(BASH, headers={"X-Padding": "a" * (64 * 1024)})
+    assert answer.status == 431
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("0.0.0.0:0", "0.0.0.0 is not a loopback address"),
+        ("10.1.2.3:8080", "10.1.2.3 is not a loopback address"),
+        ("[::]:0", ":: is not a loopback address"),
+        ("localhost:8080", "'localhost' is not an IP address; use 127.0.0.1"),
+        ("127.0.0.1:99999", "the port must be a number from 0 to 65535"),
+        ("127.0.0.1", "expected HOST:PORT"),
+    ],
+)
+def test_a_bind_that_is_not_loopback_is_refused(home: Path, address: str, message: str) -> None:
+    result = hookbus("serve", "--home", str(home), "--http", address, timeout=30)
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (home / "run" / "hookbus.sock").exists()
+
+
+def test_a_port_in_use_is_a_clear_error(home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = hookbus("serve", "--home", str(home), "--http", f"127.0.0.1:{port}", timeout=30)
+    assert result.returncode == 1 and f"cannot listen on http://127.0.0.1:{port}" in result.stderr
+
+
+def test_the_token_comes_from_the_environment_when_set(home: Path) -> None:
+    token = "a-token-from-the-environment-0123"
+    with Served(home, "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=token)) as served:
+        with client(served, token) as http:
+            assert http.post(BASH).status == 200
+        with client(served, token[:-1] + "4") as http:
+            assert http.post(BASH).status == 401
+    assert not (home / "run" / "http.token").exists()
+    short = hookbus("serve", "--home", str(home), "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN="short"))
+    assert short.returncode == 1 and "at least 16 printable ASCII characters" in short.stderr
+
+
+@pytest.mark.parametrize("attack", ["loose", "link", "other-owner"])
+def test_a_token_file_others_could_know_is_refused(home: Path, tmp_path: Path, attack: str) -> None:
+    run = home / "run"
+    run.mkdir(mode=0o700)
+    token_file = run / "http.token"
+    if attack == "loose":
+        token_file.write_text("a-token-anyone-may-read-0123456\n")
+        token_file.chmod(0o644)
+        expected = "may be read by others (mode 0644)"
+    elif attack == "link":
+        target = tmp_path / "planted"
+        target.write_text("a-token-someone-planted-0123456\n")
+        target.chmod(0o600)
+        token_file.symlink_to(target)
+        expected = "cannot read the token file"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("needs root to give the file to another user")
+        token_file.write_text("a-token-another-user-made-0123456\n")
+        token_file.chmod(0o600)
+        os.chown(token_file, 65534, 65534)
+        expected = "belongs to uid 65534"
+    result = hookbus("serve", "--home", str(home), "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=None), timeout=30)
+    assert result.returncode == 1 and expected in result.stderr and "hookbus makes a new one" in result.stderr, result.stderr
+
+
+def test_the_stop_memory_holds_over_http(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    """A gate that keeps the agent going once: the second stop sees stop_hook_active."""
+    gate = 'if grep -Eq \'"stop_hook_active": ?true\'; then exit 0; fi; echo \'{"decision": "block", "reason": "go on"}\''
+    write_hook("gate", event="Stop", mode="sync", dialect="claude-code", command=gate)
+    served = serve()
+    stop = {"session_id": "s-stop", "transcript_path": "/t", "cwd": "/", "hook_event_name": "Stop"}
+    with client(served) as http:
+        first, second = http.post(stop), http.post(stop)
+    assert first.json() == {"decision": "block", "reason": "go on"}
+    assert (second.status, second.body) == (200, b"")
+
+
+def test_an_event_hookbus_has_no_counterpart_of_is_an_empty_200(served: Served) -> None:
+    with client(served) as http:
+        answer = http.post({"session_id": "s", "hook_event_name": "SessionEnd", "reason": "other"})
+    assert (answer.status, answer.body) == (200, b"")
+
+
+def test_a_body_that_names_no_event_is_a_400(served: Served) -> None:
+    with client(served) as http:
+        answer = http.post({"session_id": "s"})
+    assert answer.status == 400 and b'no "hook_event_name"' in answer.body and b"in the body" in answer.body
+
+
+@pytest.mark.parametrize("fail_closed", [False, True])
+def test_a_body_that_is_not_json_decides_by_on_error(write_hook: HookWriter, home: Path, serve: Callable[[], Served], fail_closed: bool) -> None:
+    write_hook("guard", event="PreToolUse", mode="sync", blocking=True, on_error="deny" if fail_closed else "allow", command="true")
+    served = serve()
+    body = b'{"hook_event_name": "PreToolUse", "tool_name": "Bash", broken'
+    with client(served) as http:
+        answer = http.post(body)
+    bridged = bridge(home, body, "--no-server")
+    if fail_closed:
+        assert answer.status == 200 and answer.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert answer.body == bridged.stdout
+    else:
+        assert answer.status == 500 and b"fails open" in answer.body
+        assert bridged.returncode == 1 and bridged.stdout == b""
