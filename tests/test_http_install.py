@@ -1,0 +1,147 @@
+"""``hookbus import claude-code FILE --install-bridge --http URL``: http hooks where an
+unreachable server cannot weaken a hook, the command bridge elsewhere, and the token never
+in a file others can read."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import HookWriter
+from servekit import environment, hookbus
+
+URL = "http://127.0.0.1:8787"
+ROUTE = f"{URL}/claude-code"
+
+
+def install(settings: Path, home: Path, *extra: str, token: str | None = None) -> Any:
+    return hookbus(
+        "import", "claude-code", str(settings), "--install-bridge", "--home", str(home), *extra,
+        env=environment(HOOKBUS_HTTP_TOKEN=token),
+    )
+
+
+def entries(settings: Path) -> dict[str, list[dict[str, Any]]]:
+    document = json.loads(settings.read_text())
+    return {event: [hook for group in groups for hook in group["hooks"]] for event, groups in document["hooks"].items()}
+
+
+def test_every_event_posts_to_the_server_but_session_start(home: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", URL)
+    assert result.returncode == 0, result.stderr
+    hooks = entries(settings)
+    for event in ("PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "Stop", "SubagentStop", "PreCompact"):
+        assert hooks[event] == [{
+            "type": "http", "url": ROUTE, "headers": {"Authorization": "Bearer $HOOKBUS_HTTP_TOKEN"},
+            "allowedEnvVars": ["HOOKBUS_HTTP_TOKEN"], "timeout": 600,
+        }], event
+    assert [hook["type"] for hook in hooks["SessionStart"]] == ["command"]
+    assert "SessionStart: add" in result.stdout and "Claude Code runs command hooks only there" in result.stdout
+
+
+def test_the_token_is_kept_only_in_a_file_no_one_else_may_read(home: Path, tmp_path: Path) -> None:
+    made = tmp_path / "new" / "settings.json"
+    assert install(made, home, "--http", URL).returncode == 0
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
+    token = (home / "run" / "http.token").read_text().strip()
+    assert json.loads(made.read_text())["env"] == {"HOOKBUS_HTTP_TOKEN": token}
+
+    shared = tmp_path / "shared.json"
+    shared.write_text('{"env": {"OTHER": "1"}}')
+    shared.chmod(0o644)
+    result = install(shared, home, "--http", URL)
+    assert result.returncode == 0
+    assert token not in shared.read_text() and json.loads(shared.read_text())["env"] == {"OTHER": "1"}
+    assert "export HOOKBUS_HTTP_TOKEN=" in result.stderr and f"chmod 600 {shared}" in result.stderr
+    assert token not in (tmp_path / "shared.json.bak").read_text()
+
+
+def test_a_token_from_the_environment_is_never_written(home: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    token = "a-token-the-user-manages-012345"
+    result = install(settings, home, "--http", URL, token=token)
+    assert result.returncode == 0 and token not in settings.read_text() and "env" not in json.loads(settings.read_text())
+    assert "Claude Code must have the same one in its environment" in result.stderr
+
+
+def test_a_dry_run_makes_no_token(home: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", URL, "--dry-run")
+    assert result.returncode == 0 and "dry run: nothing was written" in result.stdout
+    assert not settings.exists() and not (home / "run" / "http.token").exists()
+
+
+def test_an_event_with_a_fail_closed_hook_keeps_the_command_bridge(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
+    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, on_error="deny", command="true")
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", URL)
+    assert result.returncode == 0
+    hooks = entries(settings)
+    assert [hook["type"] for hook in hooks["PreToolUse"]] == ["command"]
+    assert [hook["type"] for hook in hooks["UserPromptSubmit"]] == ["http"]
+    assert "fail-closed hook(s) 'guard'" in result.stdout
+
+
+def test_an_event_whose_hook_reads_the_project_dir_keeps_the_command_bridge(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
+    write_hook("lint", event="PostToolUse", mode="sync", dialect="claude-code", command='"$CLAUDE_PROJECT_DIR"/lint.sh')
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", URL)
+    assert [hook["type"] for hook in entries(settings)["PostToolUse"]] == ["command"]
+    assert "'lint' use $CLAUDE_PROJECT_DIR" in result.stdout
+
+
+def test_running_it_again_switches_between_the_bridges(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "mine.sh"}]}]}}))
+    settings.chmod(0o600)
+    assert install(settings, home).returncode == 0
+    assert install(settings, home, "--http", URL).returncode == 0
+    hooks = entries(settings)
+    assert hooks["PreToolUse"][0] == {"type": "command", "command": "mine.sh"}  # the user's own stays
+    assert [hook["type"] for hook in hooks["PreToolUse"][1:]] == ["http"]
+    again = install(settings, home, "--http", URL)
+    assert "already routed to http" in again.stdout and f"{settings} needs no change" in again.stdout
+    write_hook("guard", event="PreToolUse", mode="sync", blocking=True, on_error="deny", command="true")
+    switched = install(settings, home, "--http", URL)
+    assert "PreToolUse: replace the bridge with" in switched.stdout
+    assert [hook["type"] for hook in entries(settings)["PreToolUse"]] == ["command", "command"]
+    assert install(settings, home).returncode == 0  # and back to the command bridge everywhere
+    assert all(hook["type"] == "command" for hooks in entries(settings).values() for hook in hooks)
+
+
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("https://127.0.0.1:8787", "expected http://127.0.0.1:PORT"),
+        ("http://localhost:8787", "with the IP address and port"),
+        ("http://10.0.0.1:8787", "loopback address and a port"),
+        ("http://127.0.0.1", "loopback address and a port"),
+        ("http://127.0.0.1:8787/elsewhere", "give the server's address alone"),
+        ("http://user:pw@127.0.0.1:8787", "give the server's address alone"),
+    ],
+)
+def test_a_url_that_is_not_the_servers_is_refused(home: Path, tmp_path: Path, url: str, message: str) -> None:
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", url)
+    assert result.returncode == 1 and message in result.stderr and "was not changed" in result.stderr
+    assert not settings.exists()
+
+
+def test_the_route_may_be_given_and_ipv6_is_taken(home: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    assert install(settings, home, "--http", "http://[::1]:9000/claude-code").returncode == 0
+    assert entries(settings)["Stop"][0]["url"] == "http://[::1]:9000/claude-code"
+
+
+def test_http_is_for_claude_code_and_the_bridge_only(home: Path, tmp_path: Path) -> None:
+    gemini = hookbus("import", "gemini-cli", str(tmp_path / "g.json"), "--install-bridge", "--http", URL, "--home", str(home))
+    assert gemini.returncode == 1 and "Gemini CLI has no http hooks" in gemini.stderr
+    plain = hookbus("import", "claude-code", str(tmp_path / "s.json"), "--http", URL, "--home", str(home))
+    assert plain.returncode == 1 and "--http goes with --install-bridge" in plain.stderr
+    assert not os.path.exists(tmp_path / "s.json")
