@@ -352,7 +352,7 @@ def http_rtt(work: Path, report: Reporter, rounds: int, quick: bool = False) -> 
         f"no-match POST /claude-code through `hookbus serve --http` {us(http_wall)} vs a bare h11 asyncio server "
         f"{us(echo_wall)} a round trip; server CPU a request {us(http_cpu)} vs {us(echo_cpu)} "
         f"({median_ratio(http_cpu, echo_cpu):.2f}x). One raw keep-alive client in the bench process, the same "
-        f"{len(ours.request)}-byte request, {size.slices} x {calls} calls a side a round, taking turns; "
+        f"{len(ours.request)}-byte request (but for Host and token), {size.slices} x {calls} calls a side a round, taking turns; "
         f"1 hook (PreToolUse, matcher write_file)",
     )
     note(

@@ -19,7 +19,9 @@ DOC = DOCS / "claude-code.md"
 pytestmark = pytest.mark.timeout(120)
 
 IMPORT = "2. Import a settings file"
-ENGINE = "3. Use hookbus as Claude Code's hook engine"
+ENGINE = "The command bridge"
+HTTP = "Over http: no process per call"
+COMING = "Coming from Claude Code"
 
 
 @pytest.fixture
@@ -97,3 +99,73 @@ def test_a_link_where_the_backup_goes_is_refused_with_the_message_quoted(user: P
     for line in quoted.splitlines():
         assert line.replace("/home/you", str(user)) in done.stderr.splitlines(), done.stderr
     assert (claude / "settings.json").read_text() == "{}\n" and bashrc.read_text() == "# mine\n"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("heading", [COMING, HTTP])
+def test_the_http_setup_runs_as_shown_and_denies(user: Path, heading: str) -> None:
+    """The two lines shown: a server with --http, then the import; Claude Code's request
+    (as it sends it: the token from FILE's env in the header) gets the guard's deny."""
+    import subprocess
+
+    from httpkit import HttpClient
+    from servekit import READY
+
+    home = private_dir(user / ".vix")
+    write_hook(home, "guard", {
+        "trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync", "blocking": True,
+        "command": "cat >/dev/null; echo no >&2; exit 2",
+    })
+    [block] = section_blocks(DOC, heading, "sh")
+    serve_line, install = logical_lines(block)
+    port = _free_port()
+    serve_line, install = (line.replace("8787", str(port)) for line in (serve_line, install))
+    assert serve_line.split("#")[0].strip().endswith("&")
+    env = user_environment(user)
+    server = subprocess.Popen(
+        ["bash", "-c", "exec " + serve_line.split("#")[0].strip().rstrip("&")], env=env, cwd=user,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert server.stderr is not None
+        lines = [server.stderr.readline().strip()]
+        while lines[-1] and not lines[-1].startswith(READY + "http") and len(lines) < 20:
+            lines.append(server.stderr.readline().strip())  # load lines, then the socket's
+        assert lines[-1] == f"{READY}http://127.0.0.1:{port}", lines
+        private_dir(user / ".claude")
+        installed = bash(install, env, cwd=user)
+        assert installed.returncode == 0, installed.stderr
+        settings_path = install.split()[3].replace("~", str(user))
+        settings = Path(settings_path) if Path(settings_path).is_absolute() else user / settings_path
+        written = json.loads(settings.read_text())
+        [hook] = written["hooks"]["PreToolUse"][0]["hooks"]
+        assert hook["url"] == f"http://127.0.0.1:{port}/claude-code" and hook["headers"]["Authorization"] == "Bearer $HOOKBUS_HTTP_TOKEN"
+        assert written["hooks"]["SessionStart"][0]["hooks"][0]["type"] == "command"
+        token = written["env"]["HOOKBUS_HTTP_TOKEN"]
+        envelope = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "session_id": "s"}
+        with HttpClient(port, token) as http:
+            answer = http.post(envelope)
+        assert answer.json() == {"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "hook 'guard' denied: no",
+        }}
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def test_the_http_hook_shown_is_the_one_written(user: Path) -> None:
+    [shown] = section_blocks(DOC, HTTP, "json")
+    env = user_environment(user)
+    private_dir(user / ".vix")
+    project = private_dir(user / "p")
+    done = bash("hookbus import claude-code s.json --install-bridge --http http://127.0.0.1:8787", env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((project / "s.json").read_text())
+    assert written["hooks"]["Stop"][0]["hooks"][0] == json.loads(shown)

@@ -288,3 +288,37 @@ def test_a_body_that_is_not_json_decides_by_on_error(write_hook: HookWriter, hom
     else:
         assert answer.status == 500 and b"fails open" in answer.body
         assert bridged.returncode == 1 and bridged.stdout == b""
+
+
+def test_sigterm_answers_the_request_running_then_exits_0(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    import signal
+    import threading
+
+    write_hook("slow", event="PreToolUse", mode="sync", blocking=True, command="sleep 1; echo '{\"behavior\": \"deny\", \"reason\": \"slow no\"}'")
+    served = serve()
+    answers: list[Any] = []
+    with client(served) as http:
+        asking = threading.Thread(target=lambda: answers.append(http.post(BASH)))
+        asking.start()
+        wait_for_running(served)
+        served.send(signal.SIGTERM)
+        asking.join(30)
+    assert answers and answers[0].json()["hookSpecificOutput"]["permissionDecisionReason"] == "hook 'slow' denied: slow no"
+    assert served.wait(30) == 0
+
+
+def wait_for_running(served: Served) -> None:
+    from servekit import wait_for
+
+    def running() -> bool:
+        result = hookbus("status", "--home", str(served.home), "--json")
+        return result.returncode == 0 and json.loads(result.stdout)["http"]["running"] == 1
+
+    wait_for(running, 20, "the request to run")
+
+
+def test_status_shows_the_http_listener(served: Served) -> None:
+    host, port = http_address(served)
+    shown = hookbus("status", "--home", str(served.home))
+    assert shown.returncode == 0
+    assert f"http        http://127.0.0.1:{port}/claude-code (no connections; refused: 0 without the right token, 0 for their Host or Origin)" in shown.stdout

@@ -154,6 +154,10 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
         ("hooks", counted + (f" ({', '.join(extra)})" if extra else "") + ": hookbus list shows them"),
         ("recording", ", ".join(status.get("recorders") or []) or "nothing"),
     ]
+    http = status.get("http")
+    if isinstance(http, Mapping):
+        refused = [f"{http.get('unauthorized')} without the right token", f"{http.get('forbidden')} for their Host or Origin"]
+        rows.insert(2, ("http", f"{http.get('url')}/claude-code ({plural(int(http.get('connections') or 0), 'connection')}; refused: {', '.join(refused)})"))
     say(f"hookbus serve is serving {status.get('home')} (pid {status.get('pid')})")
     for name, value in rows:
         say(f"  {name.ljust(10)}  {value}")
