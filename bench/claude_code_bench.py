@@ -409,7 +409,7 @@ def cell(value: object) -> str:
 def table(summaries: dict[str, dict[str, Any]]) -> str:
     short = {"UserPromptSubmit": "UserPrompt", "PreToolUse": "PreTool", "PostToolUse": "PostTool"}
     head = ["config", "measure", *(short.get(event, event) for event in EVENTS), "per call (all)", "per call (no SessionStart)",
-            "hook ms/run", "calls/run", "wall", "wall − none", "runs"]
+            "hook ms/run", "calls/run", "wall", "wall − none", "wall min", "runs"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, summary in summaries.items():
         kinds = sorted({kind for kind in summary["transport"].values() if kind})
@@ -424,7 +424,7 @@ def table(summaries: dict[str, dict[str, Any]]) -> str:
             cell(summary["per_call_ms_median_all"]), cell(summary["per_call_ms_median_without_session_start"]),
             cell(summary["hook_ms_per_run_median"]),
             ",".join(str(n) for n in summary["hook_calls_per_run"]) or "–", cell(summary["wall_ms_median"]),
-            cell(summary.get("wall_ms_median_minus_none")), f"{summary['runs']}"
+            cell(summary.get("wall_ms_median_minus_none")), cell(summary["wall_ms_min"]), f"{summary['runs']}"
             + (f" ({summary['failed_runs']} failed)" if summary["failed_runs"] else ""),
         ]
         lines.append("| " + " | ".join(row) + " |")

@@ -322,3 +322,41 @@ def test_status_shows_the_http_listener(served: Served) -> None:
     shown = hookbus("status", "--home", str(served.home))
     assert shown.returncode == 0
     assert f"http        http://127.0.0.1:{port}/claude-code (no connections; refused: 0 without the right token, 0 for their Host or Origin)" in shown.stdout
+
+
+def test_a_client_that_does_not_read_its_answers_is_not_read_from(served: Served) -> None:
+    """50,000 pipelined requests sent while nothing is read: the server stops reading once
+    its answers back up (the sender blocks), and every answer still comes, in order."""
+    import threading
+
+    count = 50_000
+    with client(served) as http:
+        request = http.request_bytes(json.dumps(BASH).encode())
+        sent = threading.Event()
+
+        def send() -> None:
+            for _ in range(count // 1000):
+                http.sock.sendall(request * 1000)
+            sent.set()
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        assert not sent.wait(3), "the server read everything while no answer was taken"
+        answers = [http.read_answer() for _ in range(count)]
+        sender.join(60)
+    assert sent.is_set() and {(a.status, a.body) for a in answers} == {(200, b"")}
+
+
+def test_a_client_that_expects_100_continue_gets_it_after_the_checks(served: Served) -> None:
+    body = json.dumps(BASH).encode()
+    with client(served) as http:
+        request = http.request_bytes(body, headers={"Expect": "100-continue"})
+        http.sock.sendall(request[: len(request) - len(body)])
+        interim = http.read_answer()
+        http.sock.sendall(body)
+        final = http.read_answer()
+    assert interim.status == 100 and (final.status, final.body) == (200, b"")
+    with client(served, None) as http:  # without the token: refused, no 100
+        request = http.request_bytes(body, headers={"Expect": "100-continue"})
+        http.sock.sendall(request[: len(request) - len(body)])
+        assert http.read_answer().status == 401

@@ -53,6 +53,8 @@ IDLE_SECONDS = 60.0
 #: Connections open at once; past it, the oldest that never sent a good token is closed,
 #: and when every one has, the new one gets 503.
 MAX_CONNECTIONS = 256
+#: Answers buffered for a client before no further request of its is read.
+WRITE_BUFFER_HIGH = 256 * 1024
 #: How long a closing connection keeps reading (and dropping) what the client still sends,
 #: so that the answer reaches it rather than a reset.
 LINGER_SECONDS = 1.0
@@ -188,6 +190,8 @@ class _HttpConnection(asyncio.Protocol):
         self._oversized: str | None = None
         self._closing = False
         self._pumping = False
+        #: The client is not reading its answers: no further request is read until it does.
+        self._writing_paused = False
 
     # -- the connection -------------------------------------------------------------------
 
@@ -199,6 +203,7 @@ class _HttpConnection(asyncio.Protocol):
             transport.close()
             self._transport = None
             return
+        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -221,6 +226,17 @@ class _HttpConnection(asyncio.Protocol):
         self._closing = True
         if not self.handling and not self._receiving:
             self._close()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._transport is not None and not self.handling and not self._closing:
+            self._transport.resume_reading()
+            self._pump()
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._transport is None:
@@ -249,7 +265,7 @@ class _HttpConnection(asyncio.Protocol):
             self._pumping = False
 
     def _next_events(self) -> None:
-        while self._transport is not None and not self.handling and not self._closing:
+        while self._transport is not None and not self.handling and not self._closing and not self._writing_paused:
             try:
                 event = self._h11.next_event()
             except h11.RemoteProtocolError as exc:
@@ -281,6 +297,8 @@ class _HttpConnection(asyncio.Protocol):
             return
         self.trusted = True
         self._receiving = True
+        if self._h11.they_are_waiting_for_100_continue and self._transport is not None:
+            self._transport.write(self._h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         declared = next((value for name, value in request.headers if name == b"content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             self._oversized = f"the request body is {int(declared):,} bytes, more than the {MAX_BODY_BYTES:,} a request may hold"
@@ -370,6 +388,8 @@ class _HttpConnection(asyncio.Protocol):
             return
         self._h11.start_next_cycle()
         self._arm(IDLE_SECONDS, self._timed_out)
+        if self._writing_paused:
+            return  # resume_writing reads on, once the client has taken its answers
         transport.resume_reading()
         self._pump()  # a request the client sent already
 
