@@ -358,7 +358,7 @@ def run_claude(claude: str, config: Config, debug_log: Path, model_url: str) -> 
 
 # ----------------------------------------------------------------------------- report
 def median(values: Sequence[float]) -> float | None:
-    return round(statistics.median(values), 1) if values else None
+    return round(float(statistics.median(values)), 1) if values else None
 
 
 def summarize(config: Config, runs: list[Run], base: dict[str, Any] | None) -> dict[str, Any]:

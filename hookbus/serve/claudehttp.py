@@ -22,6 +22,7 @@ import logging
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from hookbus.decision import ALLOW
 from hookbus.hosts.bridge import CLAUDE_CODE, BridgeInputError, output_text
 from hookbus.hosts.hostinput import HostInput, read_host_envelope, salvage_event
 from hookbus.hosts.lastresort import BLOCKING_EVENTS, last_resort
@@ -147,7 +148,9 @@ class ClaudeCodeEndpoint:
             reply(self._failed(host_event, event, f"{type(exc).__name__}: {exc}", envelope))
             return
         if future.done():
-            reply(self._answer(host_event, event, envelope, future))
+            # Nothing matched (the bus's one shared allow): nothing to say, nothing to render.
+            nothing = future.exception() is None and future.result() is ALLOW
+            reply(NOTHING if nothing else self._answer(host_event, event, envelope, future))
             return
         self.running += 1
         loop = self._loop

@@ -143,17 +143,8 @@ class HttpListener:
     def forget(self, connection: _HttpConnection) -> None:
         self.connections.pop(connection, None)
 
-    def refusal(self, request: h11.Request) -> tuple[int, str] | None:
+    def refusal(self, request: h11.Request, host: bytes | None, hosts: int, origin: bytes | None, authorization: bytes | None) -> tuple[int, str] | None:
         """Why ``request`` may not be answered, as (status, message); None when it may."""
-        host = origin = authorization = None
-        hosts = 0
-        for name, value in request.headers:
-            if name == b"host":
-                host, hosts = value, hosts + 1
-            elif name == b"origin":
-                origin = value
-            elif name == b"authorization":
-                authorization = value
         if origin is not None:
             self.forbidden += 1
             return 403, "requests from a web page (with an Origin header) are refused; nothing was run"
@@ -166,7 +157,7 @@ class HttpListener:
                 logger.warning("http: %d request(s) without the right token refused so far", self.unauthorized)
             what = "no" if authorization is None else "a wrong"
             return 401, f"{what} bearer token: send Authorization: Bearer with the token of HOME/run/http.token or $HOOKBUS_HTTP_TOKEN; nothing was run"
-        if request.target.split(b"?", 1)[0] != ROUTE:
+        if request.target != ROUTE and request.target.split(b"?", 1)[0] != ROUTE:
             return 404, f"no such route {request.target.decode('ascii', 'replace')[:200]!r}; the route is POST /claude-code"
         if request.method != b"POST":
             return 405, "only POST is taken, on /claude-code"
@@ -180,8 +171,15 @@ class _HttpConnection(asyncio.Protocol):
         self._listener = listener
         self._transport: asyncio.Transport | None = None
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER_BYTES)
-        self._body = bytearray()
+        #: The body as it arrived, and its length.
+        self._chunks: list[bytes] = []
+        self._received = 0
         self._timer: asyncio.TimerHandle | None = None
+        #: When the timer's action is due (loop time), and the action; None: nothing is.
+        self._deadline: float | None = None
+        self._on_deadline: Callable[[], None] = self._timed_out
+        #: Whether reading is paused, for a request still running or a client not reading.
+        self._reading_paused = False
         #: Whether a request is arriving (its first byte is in), being answered, or neither.
         self._receiving = False
         self.handling = False
@@ -214,7 +212,7 @@ class _HttpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
-        self._disarm()
+        self._cancel_timer()
         self._release_body()
         self._listener.forget(self)
 
@@ -229,13 +227,12 @@ class _HttpConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writing_paused = True
-        if self._transport is not None:
-            self._transport.pause_reading()
+        self._update_reading()
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        if self._transport is not None and not self.handling and not self._closing:
-            self._transport.resume_reading()
+        self._update_reading()
+        if not self.handling:
             self._pump()
 
     def data_received(self, data: bytes) -> None:
@@ -277,7 +274,7 @@ class _HttpConnection(asyncio.Protocol):
             if isinstance(event, h11.Request):
                 self._begin(event)
             elif isinstance(event, h11.Data):
-                self._take(bytes(event.data))
+                self._take(event.data)
             elif isinstance(event, h11.EndOfMessage):
                 self._dispatch()
             elif isinstance(event, h11.ConnectionClosed):
@@ -285,13 +282,25 @@ class _HttpConnection(asyncio.Protocol):
                 return
 
     def _begin(self, request: h11.Request) -> None:
-        # h11 measures only what is still incomplete: headers that arrive in one piece are
-        # measured here.
-        size = len(request.method) + len(request.target) + sum(len(name) + len(value) + 4 for name, value in request.headers)
+        # One pass over the headers. h11 measures only what is still incomplete: headers
+        # that arrive in one piece are measured here.
+        size = len(request.method) + len(request.target)
+        host = origin = authorization = declared = None
+        hosts = 0
+        for name, value in request.headers:
+            size += len(name) + len(value) + 4
+            if name == b"host":
+                host, hosts = value, hosts + 1
+            elif name == b"authorization":
+                authorization = value
+            elif name == b"content-length":
+                declared = value
+            elif name == b"origin":
+                origin = value
         if size > MAX_HEADER_BYTES:
             self._refuse(431, f"the request line and headers hold {size:,} bytes, more than the {MAX_HEADER_BYTES:,} taken; nothing was run")
             return
-        refusal = self._listener.refusal(request)
+        refusal = self._listener.refusal(request, host, hosts, origin, authorization)
         if refusal is not None:
             self._refuse(*refusal)
             return
@@ -299,31 +308,35 @@ class _HttpConnection(asyncio.Protocol):
         self._receiving = True
         if self._h11.they_are_waiting_for_100_continue and self._transport is not None:
             self._transport.write(self._h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
-        declared = next((value for name, value in request.headers if name == b"content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             self._oversized = f"the request body is {int(declared):,} bytes, more than the {MAX_BODY_BYTES:,} a request may hold"
 
     def _take(self, data: bytes) -> None:
         listener = self._listener
         if self._oversized is None:
-            if len(self._body) + len(data) > MAX_BODY_BYTES:
+            if self._received + len(data) > MAX_BODY_BYTES:
                 self._oversized = f"the request body is more than the {MAX_BODY_BYTES:,} bytes a request may hold"
             elif listener.receiving + len(data) > BODY_BUDGET_BYTES:
                 self._oversized = (
                     f"the server holds {listener.receiving >> 20} MiB of request bodies, the most it holds "
                     f"({BODY_BUDGET_BYTES >> 20} MiB)"
                 )
-        room = PEEK_BYTES - len(self._body) if self._oversized is not None else len(data)
+        room = PEEK_BYTES - self._received if self._oversized is not None else len(data)
         if room > 0:
-            taken = data[:room]
-            self._body += taken
+            taken = data[:room] if room < len(data) else data
+            self._chunks.append(bytes(taken))
+            self._received += len(taken)
             listener.receiving += len(taken)
-        if self._oversized is not None and len(self._body) >= PEEK_BYTES:
+        if self._oversized is not None and self._received >= PEEK_BYTES:
             self._answer_oversized()
+
+    def _body(self) -> bytes:
+        chunks = self._chunks
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _answer_oversized(self) -> None:
         assert self._oversized is not None
-        reply = self._listener.endpoint.oversized(bytes(self._body), self._oversized)
+        reply = self._listener.endpoint.oversized(self._body(), self._oversized)
         self._release_body()
         self._send(reply, close=True)
 
@@ -334,11 +347,10 @@ class _HttpConnection(asyncio.Protocol):
         self._disarm()
         self._receiving = False
         self.handling = True
-        if self._transport is not None:
-            self._transport.pause_reading()
-        body = bytes(self._body)
+        body = self._body()
         self._release_body()
         self._listener.endpoint.handle(body, self._reply)
+        self._update_reading()  # still running (hooks): read nothing more meanwhile
 
     def _reply(self, reply: Reply) -> None:
         self.handling = False
@@ -350,7 +362,6 @@ class _HttpConnection(asyncio.Protocol):
         self._send(Reply.text(status, message), close=True)
 
     def _timed_out(self) -> None:
-        self._timer = None
         if self._receiving:
             self._refuse(408, f"the request did not arrive whole within {REQUEST_SECONDS:g} s; nothing was run")
         else:
@@ -388,10 +399,9 @@ class _HttpConnection(asyncio.Protocol):
             return
         self._h11.start_next_cycle()
         self._arm(IDLE_SECONDS, self._timed_out)
-        if self._writing_paused:
-            return  # resume_writing reads on, once the client has taken its answers
-        transport.resume_reading()
-        self._pump()  # a request the client sent already
+        self._update_reading()
+        if not self._writing_paused:  # else resume_writing reads on, once the answers are taken
+            self._pump()  # a request the client sent already
 
     def _close(self) -> None:
         """Close once the answer is written, reading and dropping what still comes for up
@@ -405,20 +415,63 @@ class _HttpConnection(asyncio.Protocol):
         self._release_body()
         if transport.can_write_eof():
             transport.write_eof()
-            transport.resume_reading()
+            if self._reading_paused:
+                self._reading_paused = False
+                transport.resume_reading()
             self._arm(LINGER_SECONDS, self.abort)
         else:
             transport.close()
 
     def _release_body(self) -> None:
-        self._listener.receiving -= len(self._body)
-        self._body = bytearray()
+        self._listener.receiving -= self._received
+        self._chunks = []
+        self._received = 0
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        pause = self.handling or self._writing_paused
+        if pause != self._reading_paused:
+            self._reading_paused = pause
+            if pause:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
+
+    # -- one timer per connection ---------------------------------------------------------
+    # Deadlines move on every request; a timer made and cancelled each time would cost
+    # more than the request. One timer fires at most REQUEST_SECONDS apart (the shortest
+    # deadline there is, so never late) and acts only once the deadline has come.
 
     def _arm(self, seconds: float, then: Callable[[], None]) -> None:
-        self._disarm()
-        self._timer = asyncio.get_running_loop().call_later(seconds, then)
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + seconds
+        self._on_deadline = then
+        timer = self._timer
+        if timer is not None and timer.when() > self._deadline:
+            timer.cancel()
+            timer = self._timer = None
+        if timer is None:
+            self._timer = loop.call_at(min(self._deadline, loop.time() + REQUEST_SECONDS), self._tick)
 
     def _disarm(self) -> None:
+        self._deadline = None
+
+    def _tick(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None or self._transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() >= deadline:
+            self._deadline = None
+            self._on_deadline()
+            return
+        self._timer = loop.call_at(min(deadline, loop.time() + REQUEST_SECONDS), self._tick)
+
+    def _cancel_timer(self) -> None:
+        self._deadline = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
