@@ -1,5 +1,5 @@
 """docs/performance.md holds: the target of each figure of its table is the one `make bench`
-measures against (bench/bench.py, bench/serve_bench.py); the commands it gives run (two
+measures against (bench/bench.py, bench/serve_bench.py, bench/http_bench.py); the commands it gives run (two
 quick ones for real); and the summary of `make stress` has a row for each of the ten
 promises of the security model."""
 
@@ -35,13 +35,14 @@ FIGURES = {
     "serve CLI emit": "serve CLI emit",
     "serve bridge": "serve bridge",
     "serve throughput": "serve throughput",
+    "http round trip": "http rtt",
 }
 
 
 def bench_targets() -> dict[str, tuple[str, float]]:
     """name -> (<= or >=, target) of every report() call of the bench scripts."""
     targets = {}
-    for script in ("bench.py", "serve_bench.py"):
+    for script in ("bench.py", "serve_bench.py", "http_bench.py"):
         for node in ast.walk(ast.parse((REPO / "bench" / script).read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("report", "report_at_least"):
                 if len(node.args) >= 3 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[2], ast.Constant):
