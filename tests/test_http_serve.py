@@ -360,3 +360,18 @@ def test_a_client_that_expects_100_continue_gets_it_after_the_checks(served: Ser
         request = http.request_bytes(body, headers={"Expect": "100-continue"})
         http.sock.sendall(request[: len(request) - len(body)])
         assert http.read_answer().status == 401
+
+
+def test_a_fail_closed_hook_on_an_event_posted_over_http_is_warned_of(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    """Added after the import: the import kept PreToolUse on http then, so the server says
+    (once) that Claude Code fails open there when it cannot reach it."""
+    write_hook("guard", event="PreToolUse", matcher="write_file", mode="sync", blocking=True, on_error="deny", command="true")
+    served = serve()
+    with client(served) as http:
+        for _ in range(2):
+            assert http.post(BASH).status == 200
+    warned = [line for line in served.lines if "a fail-closed hook fires on PreToolUse, which Claude Code posts over http" in line]
+    assert len(warned) == 1
+    status = json.loads(hookbus("status", "--home", str(home), "--json").stdout)
+    assert status["http"]["fail_closed_over_http"] == ["PreToolUse"]
+    assert "warning: a fail-closed hook fires on PreToolUse" in hookbus("status", "--home", str(home)).stdout

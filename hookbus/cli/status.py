@@ -163,6 +163,13 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
         say(f"  {name.ljust(10)}  {value}")
     if status.get("disabled"):
         say(f"  all hooks are off: {status.get('disabled')}")
+    over_http = http.get("fail_closed_over_http") if isinstance(http, Mapping) else None
+    if over_http:
+        say(
+            f"  warning: a fail-closed hook fires on {', '.join(map(str, over_http))}, which Claude Code posts over http "
+            "(it runs the tool when it cannot reach this server): run `hookbus import claude-code FILE --install-bridge "
+            "--http URL` again to keep the command bridge there"
+        )
     plugins = status.get("plugins") or []
     if plugins:
         say()

@@ -73,6 +73,11 @@ class ClaudeCodeEndpoint:
         self.running = 0
         self._notes_said: set[str] = set()
         self.host = CLAUDE_CODE
+        #: The events with a fail-closed hook, as of a generation of the hooks.
+        self._fail_closed: tuple[int, frozenset[str]] = (-1, frozenset())
+        #: The events Claude Code posted here on which a fail-closed hook fires: if this
+        #: server is down, Claude Code runs the tool there (said once each, and in status).
+        self.fail_closed_over_http: set[str] = set()
 
     # -- what Claude Code sent ------------------------------------------------------------
 
@@ -117,6 +122,21 @@ class ClaudeCodeEndpoint:
             for hook in self.bus.snapshot.hooks.values()
         )
 
+    def _check_fail_closed(self, host_event: str, event: str) -> None:
+        snapshot = self.bus.snapshot
+        generation, events = self._fail_closed
+        if generation != snapshot.generation:
+            events = frozenset(hook.event for hook in snapshot.hooks.values() if hook.spec.on_error == "deny")
+            self._fail_closed = snapshot.generation, events
+        if event in events and host_event not in self.fail_closed_over_http:
+            self.fail_closed_over_http.add(host_event)
+            logger.warning(
+                "POST /claude-code: a fail-closed hook fires on %s, which Claude Code posts over http: when it cannot "
+                "reach this server it runs the tool. Run `hookbus import claude-code FILE --install-bridge --http URL` "
+                "again, and %s keeps the command bridge, which decides in-process",
+                host_event, host_event,
+            )
+
     def _decide(self, reading: HostInput, environ: dict[str, str], reply: Callable[[Reply], None]) -> None:
         try:
             request = self.host.request(reading.envelope, environ)
@@ -131,6 +151,7 @@ class ClaudeCodeEndpoint:
             return
         event, envelope = request
         host_event = str(reading.envelope["hook_event_name"])
+        self._check_fail_closed(host_event, event)
         if reading.salvaged:
             assert reading.unreadable is not None
             reply(self._last_resort(host_event, event, reading.unreadable))

@@ -121,6 +121,7 @@ class HttpListener:
         return {
             "url": self.url, "connections": len(self.connections),
             "unauthorized": self.unauthorized, "forbidden": self.forbidden, "running": self.endpoint.running,
+            "fail_closed_over_http": sorted(self.endpoint.fail_closed_over_http),
         }
 
     def admit(self, connection: _HttpConnection) -> bool:
