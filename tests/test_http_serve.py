@@ -375,3 +375,15 @@ def test_a_fail_closed_hook_on_an_event_posted_over_http_is_warned_of(write_hook
     status = json.loads(hookbus("status", "--home", str(home), "--json").stdout)
     assert status["http"]["fail_closed_over_http"] == ["PreToolUse"]
     assert "warning: a fail-closed hook fires on PreToolUse" in hookbus("status", "--home", str(home)).stdout
+
+
+def test_the_status_result_with_http_is_the_documented_one(served: Served) -> None:
+    from jsonschema import Draft202012Validator
+
+    document = json.loads((Path(__file__).resolve().parent.parent / "docs" / "protocol.schema.json").read_text())
+    validator = Draft202012Validator({"$schema": document["$schema"], "$defs": document["$defs"], "$ref": "#/$defs/statusResult"})
+    result = json.loads(hookbus("status", "--home", str(served.home), "--json").stdout)
+    for key in ("serving", "differences", "restart_needed"):  # the verb's own, not the method's
+        result.pop(key)
+    validator.validate(result)
+    assert result["http"]["url"] == "http://127.0.0.1:%d" % http_address(served)[1]
