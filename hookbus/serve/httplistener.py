@@ -86,6 +86,11 @@ class HttpListener:
         self._server: asyncio.AbstractServer | None = None
         self._stopping = False
         self._refused_once = False
+        # Beside the socket's connections: both together stay within the descriptors the
+        # process may open, the hooks' reserve kept.
+        from hookbus.serve.server import connection_limit
+
+        self._descriptor_share = max(8, connection_limit() // 2)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -127,16 +132,17 @@ class HttpListener:
     def admit(self, connection: _HttpConnection) -> bool:
         """Whether a new connection may stay: room is made by closing the oldest that never
         sent a good token."""
-        if len(self.connections) >= MAX_CONNECTIONS:
+        limit = min(MAX_CONNECTIONS, self._descriptor_share)
+        if len(self.connections) >= limit:
             for other in self.connections:
                 if not other.trusted and not other.handling:
                     other.abort()
                     self.forget(other)  # its connection_lost comes later, on the loop
                     break
-        if len(self.connections) >= MAX_CONNECTIONS:
+        if len(self.connections) >= limit:
             if not self._refused_once:
                 self._refused_once = True
-                logger.warning("http: %d connections are open, the most it holds; refusing new ones", MAX_CONNECTIONS)
+                logger.warning("http: %d connections are open, the most it holds; refusing new ones", limit)
             return False
         self.connections[connection] = None
         return True
