@@ -145,3 +145,11 @@ def test_http_is_for_claude_code_and_the_bridge_only(home: Path, tmp_path: Path)
     plain = hookbus("import", "claude-code", str(tmp_path / "s.json"), "--http", URL, "--home", str(home))
     assert plain.returncode == 1 and "--http goes with --install-bridge" in plain.stderr
     assert not os.path.exists(tmp_path / "s.json")
+
+
+def test_it_says_when_it_keeps_the_token_in_the_file(home: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    first = install(settings, home, "--http", URL)
+    assert f"env: HOOKBUS_HTTP_TOKEN set to the server's token ({settings} is readable by you alone)" in first.stdout
+    again = install(settings, home, "--http", URL)
+    assert "env:" not in again.stdout and "needs no change" in again.stdout

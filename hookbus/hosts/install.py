@@ -441,7 +441,7 @@ def install_bridge(
         if not isinstance(document, dict):
             raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
         if http is not None:
-            from hookbus.hosts.httpbridge import command_events, hook_url, token_for_file
+            from hookbus.hosts.httpbridge import TOKEN_VARIABLE, command_events, hook_url, token_for_file
 
             if host is not CLAUDE_CODE:
                 raise ImportFailed([f"--http: {host.name} has no http hooks; install its command bridge (without --http)"])
@@ -457,6 +457,8 @@ def install_bridge(
                     if env is not None and not isinstance(env, dict):
                         raise ImportFailed([f"{shown}: expected an object of variables, got {json_type_name(env)} @ $.env"])
                     merged["env"] = {**(env or {}), **token_env}
+                    if (env or {}).get(TOKEN_VARIABLE) != token_env[TOKEN_VARIABLE]:
+                        lines.append(f"env: {TOKEN_VARIABLE} set to the server's token ({shown} is readable by you alone)")
         else:
             merged, lines = merge_bridge(document, command, shown, host)
     except ImportFailed as exc:

@@ -3,10 +3,10 @@
 Start-up: the run directory, the lock, the bus, then the socket; ``hookbus serve:
 listening on PATH`` on stderr once requests are answered. With ``--http 127.0.0.1:PORT``,
 also an HTTP listener for Claude Code's http hooks (``hookbus.serve.httplistener``), and
-``hookbus serve: listening on http://127.0.0.1:PORT`` (the real port) after the socket's. SIGTERM or SIGINT: stop
-accepting, answer what is running, close the bus (every fire recorded), remove the socket,
-exit 0; a second one kills the hooks still running (recorded as interrupted). SIGHUP:
-reload.
+``hookbus serve: listening on http://127.0.0.1:PORT`` (the real port) after the socket's.
+SIGTERM or SIGINT: stop accepting, answer what is running, close the bus (every fire
+recorded), remove the socket, exit 0; a second one kills the hooks still running (recorded
+as interrupted). SIGHUP: reload.
 """
 
 from __future__ import annotations
