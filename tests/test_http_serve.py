@@ -387,3 +387,32 @@ def test_the_status_result_with_http_is_the_documented_one(served: Served) -> No
         result.pop(key)
     validator.validate(result)
     assert result["http"]["url"] == "http://127.0.0.1:%d" % http_address(served)[1]
+
+
+def test_a_token_file_cut_short_is_refused_with_the_fix(home: Path) -> None:
+    run = home / "run"
+    run.mkdir(mode=0o700)
+    (run / "http.token").write_text("")
+    (run / "http.token").chmod(0o600)
+    result = hookbus("serve", "--home", str(home), "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=None), timeout=30)
+    assert result.returncode == 1 and "http.token must be at least 16" in result.stderr and "remove it, and hookbus makes a new one" in result.stderr
+
+
+def test_a_full_disk_while_making_the_token_leaves_no_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookbus.serve import httpconfig
+    from hookbus.serve.listener import ServeError, ensure_run_dir
+
+    ensure_run_dir(str(home))
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:  # a full disk cannot be made here without mounting one
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.delenv("HOOKBUS_HTTP_TOKEN", raising=False)
+    monkeypatch.setattr(httpconfig.os, "write", full)
+    with pytest.raises(ServeError, match="cannot write the token file .*No space left on device"):
+        httpconfig.load_token(str(home))
+    monkeypatch.setattr(httpconfig.os, "write", real_write)
+    assert not (home / "run" / "http.token").exists()
+    token, source = httpconfig.load_token(str(home))
+    assert len(token) >= 16 and source.endswith("http.token")

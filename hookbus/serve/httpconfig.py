@@ -90,7 +90,12 @@ def load_token(home: str) -> tuple[str, str]:
         except OSError as exc:
             raise ServeError(f"cannot make the token file {path}: {exc.strerror}") from None
         try:
-            os.write(descriptor, token.encode() + b"\n")
+            written = os.write(descriptor, token.encode() + b"\n")
+            if written != len(token) + 1:
+                raise OSError(28, "the token was cut short")
+        except OSError as exc:
+            os.unlink(path)  # a token file cut short must not be found next time
+            raise ServeError(f"cannot write the token file {path}: {exc.strerror or exc}") from None
         finally:
             os.close(descriptor)
     return token, path
@@ -132,7 +137,8 @@ def _read_token_file(path: str) -> str | None:
 
 def _check_token(token: str, where: str) -> None:
     if len(token) < MIN_TOKEN_CHARS or not all(33 <= ord(char) < 127 for char in token):
-        raise ServeError(
-            f"the token in {where} must be at least {MIN_TOKEN_CHARS} printable ASCII characters with no space "
-            f"(unset {TOKEN_VARIABLE}, and hookbus makes one in HOME/run/{TOKEN_FILE})"
+        fix = (
+            f"unset {TOKEN_VARIABLE}, and hookbus makes one in HOME/run/{TOKEN_FILE}" if where.startswith("$")
+            else "remove it, and hookbus makes a new one"
         )
+        raise ServeError(f"the token in {where} must be at least {MIN_TOKEN_CHARS} printable ASCII characters with no space ({fix})")
