@@ -416,3 +416,14 @@ def test_a_full_disk_while_making_the_token_leaves_no_file(home: Path, monkeypat
     assert not (home / "run" / "http.token").exists()
     token, source = httpconfig.load_token(str(home))
     assert len(token) >= 16 and source.endswith("http.token")
+
+
+def test_a_client_that_shuts_its_sending_side_still_gets_the_answer(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    write_hook("slow", event="PreToolUse", mode="sync", blocking=True, command="sleep 0.5; echo '{\"behavior\": \"deny\", \"reason\": \"late no\"}'")
+    served = serve()
+    with client(served) as http:
+        http.sock.sendall(http.request_bytes(json.dumps(BASH).encode()))
+        http.sock.shutdown(socket.SHUT_WR)
+        answer = http.read_answer()
+        assert http.closed_by_server()
+    assert answer.json()["hookSpecificOutput"]["permissionDecisionReason"] == "hook 'slow' denied: late no"

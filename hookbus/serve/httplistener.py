@@ -255,7 +255,9 @@ class _HttpConnection(asyncio.Protocol):
         if not self._closing and self._transport is not None:
             self._h11.receive_data(b"")
             self._pump()
-        return False  # close once the answer (if any) is written
+        # A client that shut its sending side after its request still gets the answer: the
+        # connection stays open while the hooks run, and closes once it is written.
+        return self.handling
 
     # -- requests -------------------------------------------------------------------------
 
