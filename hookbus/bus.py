@@ -76,6 +76,8 @@ class HookBus:
         self._recorders = Recorders(self._plugins, self.home, owner=self)
         self._stops = StopMemory()
         self._dispatcher = Dispatcher(self.home, async_workers, self._recorders.record, prompt_sender(self._plugins), self._stops)
+        #: Runs test fires (``test_fire``): made on the first.
+        self._test_dispatcher: Dispatcher | None = None
         #: Loads and reads, never writes: what a file's load error is goes to no
         #: state.json (where it would erase a running bus's last-good mark), and nothing
         #: fires (emit, trigger and explain refuse, unless explain is a dry run).
@@ -257,6 +259,33 @@ class HookBus:
         self._stops.answered(event, envelope, outcome.decision)
         return outcome.decision
 
+    def test_fire(self, event: str, envelope: Mapping[str, Any] | None = None, *, hook_id: str | None = None) -> Decision:
+        """The decision the home's sync hooks (only ``hook_id``, when given) reach on
+        ``envelope``, as a test sees it: the hooks run for real, with ``HOOKBUS_TEST=1`` in
+        their environment, but nothing is recorded, no state.json changes, the Stop memory
+        is neither read nor changed, and async hooks do not run. A hook that does not match
+        the envelope does not run: its fixture's decision is then allow."""
+        if self._closed:
+            raise BusClosedError("test_fire on a closed HookBus")
+        checked = check_envelope(envelope)
+        found = self._publisher.matching(event, checked)
+        if found is None:
+            return ALLOW
+        hooks, settings = found
+        chosen = [hook for hook in hooks if hook.is_sync and (hook_id is None or hook.id == hook_id)]
+        if not chosen:
+            return ALLOW
+        full, payload = encode_envelope(event, checked)
+        dispatcher = self._test_dispatcher
+        if dispatcher is None:
+            dispatcher = self._test_dispatcher = Dispatcher(
+                self.home, 1, _unrecorded, prompt_sender(self._plugins), StopMemory(), {"HOOKBUS_TEST": "1"}
+            )
+        from hookbus.cancel import CancelToken
+
+        runs = dispatcher.run_sync(chosen, event, full, payload, settings, CancelToken())
+        return self._decider.decide(event, checked, runs).decision
+
     def undecided(self, event: str, envelope: Mapping[str, Any] | None, why: str) -> Decision:
         """The decision for an event whose hooks hookbus cannot run: it could not read the
         whole envelope (nested too deeply, cut short, not UTF-8), or a server it asked
@@ -368,6 +397,11 @@ class HookBus:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _unrecorded(record: RunRecord) -> RunRecord:
+    """A test fire's records: kept nowhere."""
+    return record
 
 
 def _ignore_load_errors(errors: Mapping[str, str | None]) -> None:

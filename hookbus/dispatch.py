@@ -65,8 +65,12 @@ class Dispatcher:
         record: Callable[[RunRecord], RunRecord],
         send_prompt: Callable[[PromptRequest], PromptResult],
         stops: StopMemory,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         self._home = home
+        #: Variables every hook run by this dispatcher gets on top of its own (a test
+        #: fire's ``HOOKBUS_TEST=1``).
+        self._extra_env = dict(extra_env or {})
         self._async_size = async_workers
         self._record = record
         self._send_prompt = send_prompt
@@ -172,6 +176,8 @@ class Dispatcher:
             from hookbus.dialect import in_dialect
 
             envelope, payload, hook_env = in_dialect(hook, event, envelope, settings, str(self._home.root), self._stops)
+        if self._extra_env:
+            hook_env = {**hook_env, **self._extra_env}
         call = HookCall(
             hook=hook,
             event=event,

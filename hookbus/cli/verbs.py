@@ -558,6 +558,12 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     add_parser(parser)
 
 
+def _add_test(parser: argparse.ArgumentParser) -> None:
+    from hookbus.cli.fixtureverb import add_parser
+
+    add_parser(parser)
+
+
 def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
     parser.add_argument(
@@ -691,6 +697,15 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         _add_new,
     ),
     "list": ("show hooks, their state and last fire", None, _add_list),
+    "test": (
+        "run the hooks' fixtures (hooks/ID/tests/*.json); exit 1 if any fails",
+        "Run each fixture of the hooks (every hook's, or those of ID ...): the envelope it gives, through its "
+        "own hook alone (the whole home with \"merged\": true), and compare the decision with the one it "
+        "expects. Nothing is recorded and no state.json changes; the hooks see HOOKBUS_TEST=1. One line per "
+        "fixture, PASS or FAIL with what differs, then a summary. Exit 0 when all pass (or there is none), 1 "
+        "when one fails or cannot run.",
+        _add_test,
+    ),
     "validate": ("check hook specs; exit 1 if any is invalid", None, _add_validate),
     "status": (
         "say whether a hookbus serve serves this home: pid, socket, uptime, plugins (exit 3 if none)",

@@ -1,0 +1,54 @@
+"""``hookbus test [ID ...] [--json]``: run the hooks' fixtures (``hooks/<id>/tests/*.json``)
+and say which pass. Exit 0 when every one passes (or there is none), 1 when one fails or
+cannot run. The fires are tests, not traffic: nothing is recorded, no state.json changes,
+and the hooks see ``HOOKBUS_TEST=1`` (``hookbus.policy.fixtures``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hookbus.cli.core import json_line, open_bus, say
+
+if TYPE_CHECKING:
+    import argparse
+
+    from hookbus.policy.fixtures import FixtureResult
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", nargs="*", metavar="ID", help="only these hooks' fixtures (default: every hook's)")
+    parser.add_argument("--json", action="store_true", help='print {"passed", "failed", "results"} as one JSON object')
+    parser.set_defaults(func=cmd_test)
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from hookbus.policy.fixtures import run_fixtures
+
+    bus = open_bus(args)
+    try:
+        results = run_fixtures(bus, list(args.ids) or None)
+    finally:
+        bus.close()
+    passed = sum(1 for result in results if result.ok)
+    failed = len(results) - passed
+    if args.json:
+        print(json_line({"passed": passed, "failed": failed, "results": [result.as_json() for result in results]}))
+    else:
+        _print(results, passed, failed)
+    return 1 if failed else 0
+
+
+def _print(results: list[FixtureResult], passed: int, failed: int) -> None:
+    if not results:
+        say("no fixtures: write hooks/ID/tests/NAME.json, an envelope and the decision expected for it (docs/hooks.md#testing-a-hook)")
+        return
+    for result in results:
+        if result.ok:
+            say(f"PASS  {result.path}")
+            continue
+        say(f"FAIL  {result.path}")
+        for problem in result.problems:
+            say(f"      {problem}")
+        if result.got is not None:
+            say(f"      the decision: {json_line(result.got)}")
+    say(f"{len(results)} fixture{'s' if len(results) != 1 else ''}: {passed} passed, {failed} failed")
