@@ -16,6 +16,13 @@ Fixtures:
   closed at teardown.
 - ``hookbus_capture``: the CaptureRecorder: every RunRecord of the bus, in memory.
 - ``hookbus_fire``: reload, emit, and return what happened (a ``Fired``).
+
+A home's own fixtures (``hooks/<id>/tests/*.json``, what ``hookbus test`` runs) from pytest::
+
+    from hookbus.testing import assert_fixtures_pass
+
+    def test_my_policy():
+        assert_fixtures_pass("~/.vix")          # or a checkout's home, and hook ids
 """
 
 from __future__ import annotations
@@ -35,6 +42,28 @@ from hookbus.decision import Decision
 from hookbus.home import Home
 from hookbus.hookspecs import hookimpl
 from hookbus.records import RunRecord
+
+
+def run_fixtures(home: str | os.PathLike[str], hook_ids: list[str] | None = None, *, plugins: list[object] | None = None) -> list[Any]:
+    """The results (``hookbus.policy.fixtures.FixtureResult``) of the fixtures of a home's
+    hooks (of ``hook_ids`` only, when given), as ``hookbus test`` runs them: nothing is
+    recorded, no state.json changes."""
+    from hookbus.policy.fixtures import run_fixtures as run
+
+    bus = HookBus(os.path.expanduser(os.fspath(home)), plugins=plugins or ())
+    try:
+        return run(bus, hook_ids)
+    finally:
+        bus.close()
+
+
+def assert_fixtures_pass(home: str | os.PathLike[str], hook_ids: list[str] | None = None, *, plugins: list[object] | None = None) -> None:
+    """AssertionError naming every fixture that fails (and what differs), or when there is
+    none at all."""
+    results = run_fixtures(home, hook_ids, plugins=plugins)
+    assert results, f"no fixtures in {home}: write hooks/ID/tests/NAME.json"
+    failed = [result for result in results if not result.ok]
+    assert not failed, "fixtures failed:\n" + "\n".join(f"{result.path}: {'; '.join(result.problems)}" for result in failed)
 
 
 class TestHome:

@@ -46,7 +46,8 @@ def test_a_pretooluse_command_hook_is_valid_and_denies_its_sample(tmp_path: Path
     assert made.returncode == 0, made.stderr
     assert made.stderr == ""
     hook_dir = home / "hooks" / "guard"
-    assert sorted(os.listdir(hook_dir)) == ["check.sh", "envelope.json", "hook.json"]
+    assert sorted(os.listdir(hook_dir)) == ["check.sh", "envelope.json", "hook.json", "tests"]
+    assert os.listdir(hook_dir / "tests") == ["sample.json"] and mode_of(hook_dir / "tests" / "sample.json") == 0o600
     assert (mode_of(home), mode_of(home / "hooks"), mode_of(hook_dir)) == (0o700, 0o700, 0o700)
     assert (mode_of(hook_dir / "hook.json"), mode_of(hook_dir / "envelope.json"), mode_of(hook_dir / "check.sh")) == (0o600, 0o600, 0o700)
     spec = json.loads((hook_dir / "hook.json").read_text())
@@ -108,7 +109,7 @@ def test_a_workflow_hook_is_one_inline_bash_step_that_denies(tmp_path: Path) -> 
 
     made = new(tmp_path, home, "veto", "--event", "PreToolUse", "--kind", "workflow")
     hook_dir = home / "hooks" / "veto"
-    assert sorted(os.listdir(hook_dir)) == ["envelope.json", "hook.json"]
+    assert sorted(os.listdir(hook_dir)) == ["envelope.json", "hook.json", "tests"]
     fired = emit_sample(tmp_path, home, "veto", "PreToolUse")
 
     assert made.returncode == 0, made.stdout
@@ -173,7 +174,7 @@ def test_an_existing_id_is_refused_unless_forced(tmp_path: Path, home: Path) -> 
     hook_dir = home / "hooks" / "guard"
     assert emit_sample(tmp_path, home, "guard", "PreToolUse").returncode == 2  # writes state.json
     (hook_dir / "notes.txt").write_text("mine\n")
-    before = {name: (hook_dir / name).read_bytes() for name in os.listdir(hook_dir)}
+    before = {name: (hook_dir / name).read_bytes() for name in os.listdir(hook_dir) if name != "tests"}
 
     refused = new(tmp_path, home, "guard", "--event", "Stop")
 
@@ -181,9 +182,9 @@ def test_an_existing_id_is_refused_unless_forced(tmp_path: Path, home: Path) -> 
     assert refused.stdout == ""
     assert refused.stderr == (
         f"hookbus new: hook 'guard' exists already ({hook_dir}): choose another id, or pass --force to "
-        "overwrite its hook.json, check.sh and envelope.json (its other files are kept)\n"
+        "overwrite its hook.json, check.sh, envelope.json and tests/sample.json (its other files are kept)\n"
     )
-    assert {name: (hook_dir / name).read_bytes() for name in os.listdir(hook_dir)} == before
+    assert {name: (hook_dir / name).read_bytes() for name in os.listdir(hook_dir) if name != "tests"} == before
 
     forced = new(tmp_path, home, "guard", "--event", "Stop", "--force")
 

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 KINDS = ("command", "workflow", "prompt")
 SCRIPT_NAME = "check.sh"
 ENVELOPE_NAME = "envelope.json"
+#: The sample fixture, in the hook's tests/ (``hookbus test``).
+FIXTURE_DIR = "tests"
+FIXTURE_NAME = "sample.json"
 #: The longest file name most file systems take (NAME_MAX), in bytes.
 MAX_ID_BYTES = 255
 #: A prompt hook waits for a model: 5 s, the sync default, is seldom enough.
@@ -108,11 +111,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     sample, mismatch = _sample_value(field, matcher)
     files = _files(hook_id, event, args.kind, source, field, sample)
     _make_directories(home.root, home.hooks_dir, hook_dir)
+    fixture = _fixture(event, args.kind, mismatch, files)
+    if fixture is not None:
+        # Before hook.json: a watching bus loads the hook with its fixture there.
+        _make_directories(home.root, home.hooks_dir, hook_dir / FIXTURE_DIR)
+        _write(hook_dir / FIXTURE_DIR, fixture)
     for file in files:
         _write(hook_dir, file)
+    listed = files + ([fixture._replace(name=f"{FIXTURE_DIR}/{fixture.name}")] if fixture is not None else [])
     say(f"{'replaced' if existed else 'made'} hook {hook_id!r} in {hook_dir}:")
-    width = max(len(file.name) for file in files)
-    for file in sorted(files, key=lambda file: file.name != "hook.json"):  # the spec first
+    width = max(len(file.name) for file in listed)
+    for file in sorted(listed, key=lambda file: file.name != "hook.json"):  # the spec first
         say(f"  {file.name.ljust(width)}  {file.about}")
     valid, has_provider = _validate(args, hook_id)
     _next_steps(args, hook_dir, hook_id, event, args.kind, _expected(event, args.kind, mismatch), valid)
@@ -124,6 +133,20 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.kind == "prompt" and not has_provider:
         _say_about_the_provider(home.settings_path)
     return 0 if valid else 1
+
+
+def _fixture(event: str, kind: str, mismatch: bool, files: list[File]) -> File | None:
+    """``tests/sample.json``: the sample envelope and what the new hook decides for it, for
+    ``hookbus test``. None for a prompt hook, whose answer is the model's."""
+    if kind == "prompt":
+        return None
+    envelope = json.loads(next(file.content for file in files if file.name == ENVELOPE_NAME))
+    behavior = "allow" if mismatch else "deny" if _event(event).can_block else "context"
+    document = {
+        "description": "made by hookbus new: the sample envelope, and what the hook decides for it",
+        "event": event, "envelope": envelope, "expect": {"behavior": behavior},
+    }
+    return File(FIXTURE_NAME, json.dumps(document, indent=2, ensure_ascii=False) + "\n", 0o600, f"a fixture: the sample, expected to be {behavior} (hookbus test)")
 
 
 def _matcher(event: str, field: str | None, given: str | None) -> tuple[str | None, Matcher | None]:
@@ -176,7 +199,7 @@ def _check_place(hook_dir: Path, hook_id: str, force: bool) -> bool:
     if not force:
         raise UsageError(
             f"hook {hook_id!r} exists already ({hook_dir}): choose another id, or pass --force to "
-            f"overwrite its hook.json, {SCRIPT_NAME} and {ENVELOPE_NAME} (its other files are kept)"
+            f"overwrite its hook.json, {SCRIPT_NAME}, {ENVELOPE_NAME} and {FIXTURE_DIR}/{FIXTURE_NAME} (its other files are kept)"
         )
     return True
 

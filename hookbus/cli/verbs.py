@@ -191,8 +191,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         broken = {problem.hook_id for problem in problems}
         # A loaded hook whose script is missing, not executable or outside its directory
         # would fail (open) at every fire: that is a problem now, not at the first fire.
+        from hookbus.policy.fixtures import fixture_problems
+
         scripts = {
             hook_id: script_findings(hook, bus.home.root, snapshot.settings.strict_modes)
+            + fixture_problems(bus.home.root, hook_id)
             for hook_id, hook in snapshot.hooks.items()
             if (not wanted or hook_id in wanted) and hook_id not in broken
         }

@@ -146,6 +146,18 @@ def _from_claude_code(event: str, envelope: dict[str, Any]) -> tuple[str, dict[s
     return vix_event, envelope_to_vix({**envelope, "hook_event_name": event}, DEFAULT_NAMES)
 
 
+def fixture_problems(home_root: Path, hook_id: str) -> list[str]:
+    """What is wrong with the fixture files of a hook, one line each (``hookbus validate``)."""
+    problems = []
+    for path in fixture_files(home_root, hook_id):
+        try:
+            load_fixture(home_root, hook_id, path)
+        except SpecError as exc:
+            where = f" @ {exc.location}" if exc.location else ""
+            problems.append(f"{path.relative_to(home_root)}: {exc.message}{where}")
+    return problems
+
+
 def compare(expect: dict[str, Any], got: dict[str, Any]) -> list[str]:
     """What of ``expect`` the decision ``got`` does not match, one line each."""
     differences = []
@@ -168,13 +180,18 @@ def run_fixtures(bus: HookBus, hook_ids: list[str] | None = None) -> list[Fixtur
     file that cannot be read, is a failed result saying why."""
     root = Path(bus.home.root)
     snapshot = bus.snapshot
-    ids = hook_ids if hook_ids is not None else sorted(snapshot.hooks)
+    # A hook that did not load, and has fixtures, fails them: it would not run at all.
+    broken = {problem.hook_id: str(problem) for problem in snapshot.problems if problem.hook_id is not None and not problem.kept_last_good}
+    if hook_ids is not None:
+        ids = hook_ids
+    else:
+        ids = sorted({*snapshot.hooks, *(hook_id for hook_id in broken if fixture_files(root, hook_id))})
     results = []
     for hook_id in ids:
         files = fixture_files(root, hook_id)
         if hook_id not in snapshot.hooks:
-            why = f"hooks/{hook_id} is not a loaded hook" + (" (hookbus validate says why)" if (root / "hooks" / hook_id).exists() else "")
-            results.append(FixtureResult(None, hook_id, f"hooks/{hook_id}", False, None, None, (why,)))
+            why = broken.get(hook_id) or f"hooks/{hook_id} is not a hook of {root}"
+            results.append(FixtureResult(None, hook_id, f"hooks/{hook_id}", False, None, None, (f"the hook did not load: {why}",)))
             continue
         for path in files:
             shown = str(path.relative_to(root))
