@@ -50,7 +50,7 @@ def run_fixtures(home: str | os.PathLike[str], hook_ids: list[str] | None = None
     recorded, no state.json changes."""
     from hookbus.policy.fixtures import run_fixtures as run
 
-    bus = HookBus(os.path.expanduser(os.fspath(home)), plugins=plugins or ())
+    bus = HookBus(os.path.expanduser(os.fspath(home)), plugins=plugins or (), read_only=True)
     try:
         return run(bus, hook_ids)
     finally:

@@ -132,6 +132,8 @@ def test_a_fixture_others_may_change_is_not_obeyed(guard: Path, home: Path) -> N
     os.chmod(path.parent, 0o755)
     result = run_test(home)
     assert result.returncode == 1 and "writable by" in result.stdout, result.stdout
+    # The hook did not load: that is said, and written nowhere (no state.json of it).
+    assert "the hook did not load" in result.stdout and not (home / "hooks" / "guard" / "state.json").exists()
 
 
 def test_an_unknown_hook_or_no_fixture_at_all(home: Path, guard: Path) -> None:

@@ -24,7 +24,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def cmd_test(args: argparse.Namespace) -> int:
     from hookbus.policy.fixtures import run_fixtures
 
-    bus = open_bus(args)
+    # Read-only: a test writes nothing, not even a broken hook's load error into its
+    # state.json (test fires go around the recorders by themselves).
+    bus = open_bus(args, read_only=True)
     try:
         results = run_fixtures(bus, list(args.ids) or None)
     finally:
