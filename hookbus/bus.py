@@ -21,7 +21,7 @@ from hookbus.envelope import check_envelope, encode_envelope
 from hookbus.errors import BusClosedError, EnvelopeTooDeep, Problem, ReadOnlyBusError
 from hookbus.events import CONTINUE_EVENTS
 from hookbus.home import Home
-from hookbus.merge import Decider
+from hookbus.merge import Decider, Merged, joined_note
 from hookbus.plugins import build_plugin_manager, build_runner_table, call_each, config_problems, describe_plugins
 from hookbus.prompts import prompt_sender
 from hookbus.publisher import SnapshotPublisher
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from hookbus.explain import Explanation
-    from hookbus.merge import Merged, Run
+    from hookbus.merge import Run
     from hookbus.registry import Snapshot
     from hookbus.settings import Settings
     from hookbus.spec import Hook
@@ -235,19 +235,60 @@ class HookBus:
         except EnvelopeTooDeep as exc:
             return self._undecided(event, envelope, hooks, str(exc), merged)
         sync_hooks = []
+        shadows = None
         for hook in hooks:  # one pass, no comprehension: an async fire is on the agent's clock
             if hook.is_sync:
-                sync_hooks.append(hook)
+                if hook.spec.shadow:
+                    shadows = [*(shadows or ()), hook]
+                else:
+                    sync_hooks.append(hook)
             else:
                 self._dispatcher.submit_async(hook, event, full, payload, settings)
-        if not sync_hooks:
-            if event in CONTINUE_EVENTS:
-                self._stops.answered(event, envelope, ALLOW)
-            return ALLOW
-        with self._dispatcher.emitting() as cancel:
-            runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel)
-            outcome = self._decider.decide(event, envelope, runs)
-            return self._settle(event, envelope, outcome, merged)
+        enforced = _Enforced() if shadows is not None and merged is None else None
+        if shadows is not None and enforced is not None:
+            # Started beside the enforcing hooks, never waited for: each is recorded once
+            # it is done and the enforced decision is known.
+            self._dispatcher.start_shadows(shadows, event, full, payload, settings, functools.partial(self._settle_shadow, event, envelope, enforced))
+        decision = ALLOW
+        try:
+            if not sync_hooks:
+                if event in CONTINUE_EVENTS:
+                    self._stops.answered(event, envelope, ALLOW)
+            else:
+                with self._dispatcher.emitting() as cancel:
+                    runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel)
+                    outcome = self._decider.decide(event, envelope, runs)
+                    decision = self._settle(event, envelope, outcome, merged)
+        finally:
+            if enforced is not None:
+                enforced.set(decision)
+        if shadows is not None and merged is not None:
+            # explain: what each shadow hook would have said, beside the decision.
+            with self._dispatcher.emitting() as cancel:
+                runs = self._dispatcher.run_sync(shadows, event, full, payload, settings, cancel)
+            settled = [self._shadow_run(event, envelope, run, decision.behavior) for run in runs]
+            merged.append(Merged(decision, tuple(run for run, _ in settled), {run[0].id: note for run, note in settled}))
+        return decision
+
+    def _shadow_run(self, event: str, envelope: Mapping[str, Any], run: Run, enforced: str | None) -> tuple[Run, str]:
+        """A shadow hook's run as it would have counted (a fail-closed failure as its deny),
+        recorded with the enforced behavior; and the note that says so."""
+        counted = self._decider.decide(event, envelope, [run])
+        as_counted = counted.runs[0]
+        hook, outcome, at, duration = as_counted
+        note = f"shadow: would have said {outcome.behavior}" + (f" ({outcome.reason})" if outcome.reason else "") + f"; not in the merge (enforced: {enforced or 'unknown'})"
+        self._recorders.record(
+            RunRecord(
+                at=at, hook_id=hook.id, event=event, mode="sync", status=outcome.behavior, duration=duration,
+                error=outcome.error, decision=outcome.as_dict(), note=joined_note(outcome.note, counted.notes.get(hook.id)),
+                tool_name=envelope_tool_name(envelope), shadow=True, enforced=enforced,
+            )
+        )
+        return as_counted, note
+
+    def _settle_shadow(self, event: str, envelope: Mapping[str, Any], enforced: _Enforced, run: Run) -> None:
+        decision = enforced.wait()
+        self._shadow_run(event, envelope, run, decision.behavior if decision is not None else None)
 
     def _settle(self, event: str, envelope: Mapping[str, Any], outcome: Merged, merged: list[Merged] | None) -> Decision:
         """Record every run of an emit, tell ``explain`` how it merged, remember how a stop
@@ -397,6 +438,27 @@ class HookBus:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class _Enforced:
+    """The decision the enforcing hooks of an emit reached, for its shadow hooks' records."""
+
+    __slots__ = ("_event", "_decision")
+
+    #: How long a shadow hook's record waits for it at most (it is set in a finally).
+    WAIT_SECONDS = 3600.0
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._decision: Decision | None = None
+
+    def set(self, decision: Decision) -> None:
+        self._decision = decision
+        self._event.set()
+
+    def wait(self) -> Decision | None:
+        self._event.wait(self.WAIT_SECONDS)
+        return self._decision
 
 
 def _unrecorded(record: RunRecord) -> RunRecord:

@@ -113,6 +113,30 @@ class Dispatcher:
                 jobs.append((hook, (hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(submitted[0]), 0.0)))
         return [job if isinstance(job, tuple) else _wait_for(hook, job, submitted) for hook, job in jobs]
 
+    def start_shadows(
+        self, hooks: Sequence[Hook], event: str, full: Mapping[str, Any], payload: bytes, settings: Settings,
+        settle: Callable[[Run], None],
+    ) -> None:
+        """Run each shadow hook on a thread of its own and hand its run to ``settle`` (which
+        waits for the enforced decision and records it); the caller never waits for them.
+        Each counts as an emit running until it is settled, so close() waits for it and
+        interrupt() cancels it. A hook that cannot get a thread is settled as that failure."""
+        for hook in hooks:
+            cancel = self._started(counted=True)
+
+            def job(hook: Hook = hook, cancel: CancelToken = cancel) -> None:
+                try:
+                    settle(self.run(hook, event, full, payload, settings, cancel))
+                finally:
+                    self._ended(cancel, counted=True)
+
+            try:
+                self.threads().submit(job)
+            except (RuntimeError, MemoryError) as exc:
+                self._ended(cancel, counted=True)
+                error = f"could not start a thread for it: {type(exc).__name__}: {exc}"
+                settle((hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(), 0.0))
+
     def run_manual(self, hook: Hook, full: Mapping[str, Any], payload: bytes, settings: Settings) -> RunRecord:
         """Fire one hook now, on this thread, as an async fire marked manual."""
         cancel = self._started(counted=False)

@@ -55,14 +55,14 @@ class Merged:
         return [
             RunRecord(
                 at=at, hook_id=hook.id, event=event, mode="sync", status=outcome.behavior, duration=duration,
-                error=outcome.error, decision=outcome.as_dict(), note=_joined(outcome.note, self.notes.get(hook.id)),
+                error=outcome.error, decision=outcome.as_dict(), note=joined_note(outcome.note, self.notes.get(hook.id)),
                 tool_name=tool_name,
             )
             for hook, outcome, at, duration in self.runs
         ]
 
 
-def _joined(run_note: str | None, merge_note: str | None) -> str | None:
+def joined_note(run_note: str | None, merge_note: str | None) -> str | None:
     """A record's note: what the run said of itself (where it ran), then what became of
     its answer in the merge."""
     if run_note is None or merge_note is None:

@@ -53,6 +53,10 @@ class RunRecord:
     #: The envelope's ``tool_name`` when it held one (a string): which call the hook
     #: decided on. ``envelope_tool_name`` makes it from an envelope.
     tool_name: str | None = None
+    #: A shadow hook's fire: its decision did not enter the merge. ``enforced`` is the
+    #: behavior that the enforcing hooks decided, to compare it with.
+    shadow: bool = False
+    enforced: str | None = None
 
     @property
     def is_async(self) -> bool:
@@ -79,7 +83,19 @@ class RunRecord:
                 entry[key] = value
         if self.manual:
             entry["manual"] = True
+        if self.shadow:
+            entry["shadow"] = True
+            entry["enforced"] = self.enforced
         return entry
+
+    @property
+    def disagrees(self) -> bool:
+        """A shadow fire whose own behavior is not the one enforced (a failure counts as
+        what it decided: its decision, else allow)."""
+        if not self.shadow:
+            return False
+        behavior = (self.decision or {}).get("behavior", "allow")
+        return bool(behavior != (self.enforced or "allow"))
 
     def state_run(self) -> dict[str, Any]:
         """The entry in state.json's ``recent_runs``, with the fields the spec lists, and
@@ -95,6 +111,8 @@ class RunRecord:
         }
         if self.tool_name is not None:
             run["tool_name"] = self.tool_name
+        if self.shadow:
+            run["shadow"] = True
         return run
 
     @classmethod
@@ -117,6 +135,8 @@ class RunRecord:
                 note=entry.get("note"),
                 manual=bool(entry.get("manual", False)),
                 tool_name=_text_or_none(entry.get("tool_name")),
+                shadow=entry.get("shadow") is True,
+                enforced=_text_or_none(entry.get("enforced")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a run record: {exc}") from None

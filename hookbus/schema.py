@@ -127,6 +127,13 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
                 "additionalProperties": {"type": "string"},
                 "description": "Variables added to the environment of the hook's process.",
             },
+            "shadow": {
+                "type": "boolean",
+                "default": False,
+                "description": "Run and record the hook, but keep its decision out of the merge (and never wait "
+                "for it): what it would have decided is recorded, to compare before it enforces. "
+                "Needs \"mode\": \"sync\". Promote it by removing the flag.",
+            },
             **actions,
         },
         "required": ["trigger"],
@@ -145,6 +152,10 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
             {
                 "if": {"properties": {"on_error": {"const": "deny"}}, "required": ["on_error"]},
                 "then": {"properties": {"blocking": {"const": True}}, "required": ["blocking"]},
+            },
+            {
+                "if": {"properties": {"shadow": {"const": True}}, "required": ["shadow"]},
+                "then": {"properties": {"mode": {"const": "sync"}}, "required": ["mode"]},
             },
         ],
     }

@@ -66,13 +66,14 @@ class _SpecFields:
     on_error: str = "allow"
     dialect: str | None = None
     env: dict[str, str] = attrs.field(factory=dict)
+    shadow: bool = False
 
 
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(_SpecFields))
 #: The JSON type each field must have, for the fast path of ``_structure_fields``.
 _FIELD_TYPES: dict[str, type] = {
     "id": str, "name": str, "enabled": bool, "mode": str, "blocking": bool,
-    "cwd": str, "timeout": str, "created_by": str, "on_error": str, "dialect": str, "env": dict,
+    "cwd": str, "timeout": str, "created_by": str, "on_error": str, "dialect": str, "env": dict, "shadow": bool,
 }
 
 
@@ -124,6 +125,9 @@ class HookSpec:
     dialect: str | None = None
     #: Variables added to the environment of the hook's process.
     env: Mapping[str, str] = attrs.field(factory=dict)
+    #: Runs and is recorded, but never enters the merge (nor delays the decision): what it
+    #: would have decided is there to compare before it enforces.
+    shadow: bool = False
 
 
 @attrs.frozen
@@ -229,6 +233,8 @@ def _check_semantics(
         errors.append(SpecError(f'mode must be "sync" or "async", got {fields.mode!r}', "$.mode"))
     if fields.blocking and fields.mode != "sync":
         errors.append(SpecError('blocking needs "mode": "sync"', "$.blocking"))
+    if fields.shadow and fields.mode != "sync":
+        errors.append(SpecError('shadow needs "mode": "sync": an async hook never enters the merge anyway', "$.shadow"))
     if fields.blocking and info is not None and not info.can_block:
         errors.append(
             SpecError(
@@ -383,6 +389,7 @@ def parse_hook(
         on_error="deny" if fields.on_error == "deny" else "allow",
         dialect=fields.dialect,
         env=MappingProxyType(dict(fields.env)),
+        shadow=fields.shadow,
     )
     return Hook(
         spec=spec,

@@ -1,4 +1,4 @@
-"""``hookbus log``'s filters: ``--event``, ``--status`` and ``--since``.
+"""``hookbus log``'s filters: ``--event``, ``--status``, ``--since`` and ``--shadow``.
 
 ``--since`` takes a moment, as ISO 8601 (``2026-12-01``, ``2026-12-01T09:30``,
 ``2026-12-01T09:30:00+02:00``; UTC unless it says otherwise, as every time hookbus shows
@@ -31,6 +31,8 @@ class LogFilter(NamedTuple):
     status: str | None = None
     #: The earliest ``at`` shown, in the records' own form (RFC 3339, UTC, milliseconds).
     since: str | None = None
+    #: Only shadow fires whose decision is not the one enforced (``--shadow``).
+    shadow: bool | None = None
 
     @property
     def active(self) -> bool:
@@ -38,6 +40,8 @@ class LogFilter(NamedTuple):
 
     def keeps(self, record: RunRecord) -> bool:
         if self.event is not None and record.event != self.event:
+            return False
+        if self.shadow and not record.disagrees:
             return False
         if self.status is not None:
             if self.status == "failed":
@@ -56,10 +60,12 @@ class LogFilter(NamedTuple):
     def describe(self) -> str:
         """`` of event Stop, status deny, since 2026-12-01T00:00:00.000Z``, for messages."""
         parts = [f"{name} {value}" for name, value in zip(("event", "status", "since"), self) if value is not None]
+        if self.shadow:
+            parts.append("shadow fires that disagreed with the decision enforced")
         return f" ({', '.join(parts)})" if parts else ""
 
 
-def log_filter(event: str | None, status: str | None, since: str | None, now: float | None = None) -> LogFilter:
+def log_filter(event: str | None, status: str | None, since: str | None, now: float | None = None, shadow: bool = False) -> LogFilter:
     """The filter the options ask for; UsageError, saying how to write it, when one is not
     a valid value."""
     from hookbus.eventnames import EVENT_NAMES, unknown_event_message
@@ -76,7 +82,7 @@ def log_filter(event: str | None, status: str | None, since: str | None, now: fl
             f"--status: unknown status {status!r}{hint}; statuses are "
             f"{', '.join(STATUSES[:-1])}, and failed (any fire with an error)"
         )
-    return LogFilter(event, status, None if since is None else parse_since(since, now))
+    return LogFilter(event, status, None if since is None else parse_since(since, now), True if shadow else None)
 
 
 def parse_since(text: str, now: float | None = None) -> str:

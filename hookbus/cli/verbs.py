@@ -302,7 +302,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     from hookbus.cli.tables import Style
     from hookbus.cli.views import log_header, log_widths, record_line
 
-    wanted = log_filter(args.event, args.status, args.since)
+    wanted = log_filter(args.event, args.status, args.since, shadow=args.shadow)
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit {args.limit}: give a number of fires, 0 or more")
     style = Style.for_stdout()
@@ -641,6 +641,10 @@ def _add_log(parser: argparse.ArgumentParser) -> None:
         "--since", metavar="WHEN",
         help="only fires since WHEN: a date (2026-12-01), a date and time (2026-12-01T09:30, UTC unless it "
         "says +02:00 or Z) or a duration back from now (24h, 90m)",
+    )
+    parser.add_argument(
+        "--shadow", action="store_true",
+        help="only the fires of shadow hooks (\"shadow\": true) whose decision differs from the one enforced",
     )
     parser.add_argument("--json", action="store_true", help="print each record as one JSON object per line (the audit log's fields)")
     parser.set_defaults(func=cmd_log)

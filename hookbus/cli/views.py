@@ -53,7 +53,7 @@ def hook_rows(
         last = last_runs.get(hook.id)
         rows.append({
             "id": hook.id, "event": spec.trigger.event, "matcher": spec.trigger.matcher or "*",
-            "mode": spec.mode + (" blocking" if spec.blocking else ""), "action": spec.action_key, "state": state,
+            "mode": spec.mode + (" blocking" if spec.blocking else "") + (" shadow" if spec.shadow else ""), "action": spec.action_key, "state": state,
             "last_fire": None if last is None else {"status": last.status, "at": last.at, "error": last.error},
             "error": error,
         })
@@ -146,7 +146,7 @@ def _log_values(record: RunRecord) -> tuple[str, ...]:
     # still splits into the same columns with or without one.
     event = f"{record.event}({record.tool_name})" if record.tool_name else record.event
     return (
-        record.at, event, record.hook_id, "manual" if record.manual else record.mode,
+        record.at, event, record.hook_id, "manual" if record.manual else "shadow" if record.shadow else record.mode,
         record.status, format_duration(record.duration), said(record), record.error or "",
     )
 

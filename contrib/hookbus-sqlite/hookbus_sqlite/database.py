@@ -24,8 +24,9 @@ from hookbus.records import RunRecord, Status, utc_timestamp
 
 logger = logging.getLogger("hookbus")
 
-#: 2 added ``runs.tool_name``; a database of version 1 gets the column when a writer opens it.
-SCHEMA_VERSION = 2
+#: 2 added ``runs.tool_name``, 3 ``runs.shadow`` and ``runs.enforced``; an older database
+#: gets the columns when a writer opens it.
+SCHEMA_VERSION = 3
 #: How long a writer waits for another one's transaction before SQLite says "locked".
 BUSY_TIMEOUT_SECONDS = 10.0
 #: Rows per transaction: a long backlog is written in several short transactions, so
@@ -46,7 +47,9 @@ CREATE TABLE IF NOT EXISTS runs (
     decision  TEXT,              -- the hook's own decision, JSON
     note      TEXT,              -- why that decision did not take effect, when it did not
     manual    INTEGER NOT NULL DEFAULT 0,  -- 1 for bus.trigger / hookbus trigger
-    tool_name TEXT               -- the envelope's tool_name, when it had one
+    tool_name TEXT,              -- the envelope's tool_name, when it had one
+    shadow    INTEGER NOT NULL DEFAULT 0,  -- 1 for a shadow hook's fire (not in the merge)
+    enforced  TEXT               -- a shadow fire: the behavior the enforcing hooks decided
 );
 CREATE INDEX IF NOT EXISTS runs_at ON runs (at);
 CREATE INDEX IF NOT EXISTS runs_hook_at ON runs (hook_id, at);
@@ -60,12 +63,14 @@ CREATE TABLE IF NOT EXISTS load_errors (
 """
 
 COLUMNS = ("at", "hook_id", "event", "mode", "status", "duration", "error", "thread_id",
-           "decision", "note", "manual", "tool_name")
+           "decision", "note", "manual", "tool_name", "shadow", "enforced")
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # the primary result codes (sqlite3 names them from 3.11)
 _INSERT = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM runs"
-#: The same, from a database of version 1, which no writer has opened since (no tool_name).
-_SELECT_V1 = f"SELECT {', '.join(COLUMNS[:-1])}, NULL FROM runs"
+#: The same, from a database of version 1 or 2, which no writer has opened since (no
+#: tool_name, or no shadow and enforced).
+_SELECT_V1 = f"SELECT {', '.join(COLUMNS[:-3])}, NULL, 0, NULL FROM runs"
+_SELECT_V2 = f"SELECT {', '.join(COLUMNS[:-2])}, 0, NULL FROM runs"
 
 #: A value ``query`` filters a column by: one value, or any of several.
 Match = Union[str, Iterable[str], None]
@@ -126,8 +131,12 @@ def _prepare(connection: sqlite3.Connection) -> None:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     connection.execute(statement)
-            if not _has_tool_name(connection):  # made by version 1
+            columns = _columns(connection)
+            if "tool_name" not in columns:  # made by version 1
                 connection.execute("ALTER TABLE runs ADD COLUMN tool_name TEXT")
+            if "shadow" not in columns:  # made by version 1 or 2
+                connection.execute("ALTER TABLE runs ADD COLUMN shadow INTEGER NOT NULL DEFAULT 0")
+                connection.execute("ALTER TABLE runs ADD COLUMN enforced TEXT")
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
@@ -135,8 +144,14 @@ def _prepare(connection: sqlite3.Connection) -> None:
         raise
 
 
-def _has_tool_name(connection: sqlite3.Connection) -> bool:
-    return any(row[1] == "tool_name" for row in connection.execute("PRAGMA table_info(runs)"))
+def _columns(connection: sqlite3.Connection) -> set[str]:
+    return {str(row[1]) for row in connection.execute("PRAGMA table_info(runs)")}
+
+
+def _select(connection: sqlite3.Connection) -> str:
+    """The SELECT of every column, for the version of the database at hand."""
+    columns = _columns(connection)
+    return _SELECT if "shadow" in columns else _SELECT_V2 if "tool_name" in columns else _SELECT_V1
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
@@ -165,6 +180,7 @@ def row_of(record: RunRecord) -> tuple[Any, ...]:
         record.at, record.hook_id, record.event, record.mode, record.status,
         float(record.duration), _text(record.error), record.thread_id, decision,
         _text(record.note), 1 if record.manual else 0, _text(record.tool_name),
+        1 if record.shadow else 0, _text(record.enforced),
     )
 
 
@@ -177,7 +193,7 @@ def _text(value: str | None) -> str | None:
 
 
 def record_of(row: Sequence[Any]) -> RunRecord:
-    at, hook_id, event, mode, status, duration, error, thread_id, decision, note, manual, tool_name = row
+    at, hook_id, event, mode, status, duration, error, thread_id, decision, note, manual, tool_name, shadow, enforced = row
     parsed = None
     if decision is not None:
         try:
@@ -200,6 +216,8 @@ def record_of(row: Sequence[Any]) -> RunRecord:
         note=None if note is None else str(note),
         manual=bool(manual),
         tool_name=None if tool_name is None else str(tool_name),
+        shadow=bool(shadow),
+        enforced=None if enforced is None else str(enforced),
     )
 
 
@@ -301,7 +319,7 @@ def query(
             return []
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
     with closing(connect(path, create=False)) as connection:
-        sql = (_SELECT if _has_tool_name(connection) else _SELECT_V1) + where
+        sql = _select(connection) + where
         if limit is None:
             rows = connection.execute(sql + " ORDER BY at, id", parameters).fetchall()
         else:

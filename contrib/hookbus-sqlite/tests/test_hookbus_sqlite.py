@@ -33,7 +33,7 @@ from hookbus_sqlite import database_path, insert, load_errors, query
 
 CLI = [sys.executable, "-m", "hookbus"]
 COLUMNS = ["id", "at", "hook_id", "event", "mode", "status", "duration", "error",
-           "thread_id", "decision", "note", "manual", "tool_name"]
+           "thread_id", "decision", "note", "manual", "tool_name", "shadow", "enforced"]
 
 # Decides by tool_input.n (the envelope is compact JSON on stdin): every sync status.
 DECIDE_BY_N = r"""#!/usr/bin/env bash
@@ -824,7 +824,9 @@ def test_a_database_of_schema_1_is_read_and_then_given_tool_name(tmp_path: Path)
     db = tmp_path / "old.sqlite3"
     old_schema = SCHEMA.replace(
         "manual    INTEGER NOT NULL DEFAULT 0,  -- 1 for bus.trigger / hookbus trigger\n"
-        "    tool_name TEXT               -- the envelope's tool_name, when it had one\n",
+        "    tool_name TEXT,              -- the envelope's tool_name, when it had one\n"
+        "    shadow    INTEGER NOT NULL DEFAULT 0,  -- 1 for a shadow hook's fire (not in the merge)\n"
+        "    enforced  TEXT               -- a shadow fire: the behavior the enforcing hooks decided\n",
         "manual    INTEGER NOT NULL DEFAULT 0\n",
     )
     assert "tool_name" not in old_schema
@@ -844,4 +846,4 @@ def test_a_database_of_schema_1_is_read_and_then_given_tool_name(tmp_path: Path)
     insert(db, [new])
     assert [(r.hook_id, r.tool_name) for r in query(db)] == [("old", None), ("new", "bash")]
     with closing(sqlite3.connect(db)) as connection:
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 3
