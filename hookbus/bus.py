@@ -313,7 +313,9 @@ class HookBus:
         if found is None:
             return ALLOW
         hooks, settings = found
-        chosen = [hook for hook in hooks if hook.is_sync and (hook_id is None or hook.id == hook_id)]
+        # Alone, a shadow hook's own decision is what its fixture checks; merged, it stays
+        # out as it does from a real emit.
+        chosen = [hook for hook in hooks if hook.is_sync and (hook.id == hook_id if hook_id is not None else not hook.spec.shadow)]
         if not chosen:
             return ALLOW
         full, payload = encode_envelope(event, checked)
@@ -352,8 +354,17 @@ class HookBus:
         at = utc_timestamp()
         runs: list[Run] = []
         for hook in hooks:
-            if hook.is_sync:
+            if hook.is_sync and not hook.spec.shadow:
                 runs.append((hook, Outcome.fail_open(error, failure="hookbus"), at, 0.0))
+            elif hook.is_sync:
+                # A shadow hook never enforces: not even its on_error.
+                self._recorders.record(
+                    RunRecord(
+                        at=at, hook_id=hook.id, event=event, mode="sync", status="error", duration=0.0,
+                        error=error, decision={"behavior": "allow"}, note=UNDECIDED_NOTE,
+                        tool_name=envelope_tool_name(envelope), shadow=True,
+                    )
+                )
             else:
                 self._recorders.record(
                     RunRecord(

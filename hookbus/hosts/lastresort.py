@@ -74,8 +74,8 @@ def _fails_closed(directory: str, event: str | None) -> bool:
             spec: Any = json.loads(text)
         except ValueError:
             return "on_error" in text and "deny" in text
-        if not isinstance(spec, dict) or spec.get("on_error") != "deny" or spec.get("enabled") is False:
-            return False
+        if not isinstance(spec, dict) or spec.get("on_error") != "deny" or spec.get("enabled") is False or spec.get("shadow") is True:
+            return False  # a shadow hook never enforces
         trigger = spec.get("trigger")
         hook_event = trigger.get("event") if isinstance(trigger, dict) else None
         return event is None or hook_event == event
