@@ -26,7 +26,7 @@ from hookbus.plugins import build_plugin_manager, build_runner_table, call_each,
 from hookbus.prompts import prompt_sender
 from hookbus.publisher import SnapshotPublisher
 from hookbus.recorders import Recorders
-from hookbus.records import RunRecord, envelope_tool_name, utc_timestamp
+from hookbus.records import EmitRecord, RunRecord, emit_record, envelope_tool_name, utc_timestamp
 from hookbus.redaction import install_log_redaction
 from hookbus.stopguard import StopMemory
 from hookbus.workers import finished as _done
@@ -76,8 +76,8 @@ class HookBus:
         self._recorders = Recorders(self._plugins, self.home, owner=self)
         self._stops = StopMemory()
         self._dispatcher = Dispatcher(self.home, async_workers, self._recorders.record, prompt_sender(self._plugins), self._stops)
-        #: Runs test fires (``test_fire``): made on the first.
-        self._test_dispatcher: Dispatcher | None = None
+        #: Run test and replay fires, by the variable their hooks get: made on the first.
+        self._quiet_dispatchers: dict[str, Dispatcher] = {}
         #: Loads and reads, never writes: what a file's load error is goes to no
         #: state.json (where it would erase a running bus's last-good mark), and nothing
         #: fires (emit, trigger and explain refuse, unless explain is a dry run).
@@ -259,6 +259,8 @@ class HookBus:
                     runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel)
                     outcome = self._decider.decide(event, envelope, runs)
                     decision = self._settle(event, envelope, outcome, merged)
+                    if settings.record_envelopes and merged is None:
+                        self._recorders.record_emit(emit_record(event, envelope, decision.as_dict(), [hook.id for hook in sync_hooks]))
         finally:
             if enforced is not None:
                 enforced.set(decision)
@@ -305,29 +307,51 @@ class HookBus:
         ``envelope``, as a test sees it: the hooks run for real, with ``HOOKBUS_TEST=1`` in
         their environment, but nothing is recorded, no state.json changes, the Stop memory
         is neither read nor changed, and async hooks do not run. A hook that does not match
-        the envelope does not run: its fixture's decision is then allow."""
+        the envelope does not run: its fixture's decision is then allow. Shadow hooks stay
+        out of a merged run, as from an emit."""
+        return self._unrecorded_fire(event, envelope, hook_id, "HOOKBUS_TEST")[0]
+
+    def replay(self, event: str, envelope: Mapping[str, Any] | None = None) -> tuple[Decision, tuple[str, ...]]:
+        """The decision the home's sync hooks reach now on a recorded envelope, and the ids
+        of those that ran: as ``test_fire`` (nothing recorded, no Stop memory, no async
+        hook), with ``HOOKBUS_REPLAY=1`` in the hooks' environment."""
+        return self._unrecorded_fire(event, envelope, None, "HOOKBUS_REPLAY")
+
+    def read_emits(self, since: str | None = None, until: str | None = None) -> list[EmitRecord]:
+        """The emit records (settings.json ``"record_envelopes": true``) with ``since <= at <
+        until``, oldest first, from the first active recorder that keeps them."""
+        return self._recorders.read_emits(since, until)
+
+    @property
+    def keeps_emits(self) -> bool:
+        """Whether an active recorder keeps emit records at all."""
+        return self._recorders.keeps_emits()
+
+    def _unrecorded_fire(
+        self, event: str, envelope: Mapping[str, Any] | None, hook_id: str | None, variable: str
+    ) -> tuple[Decision, tuple[str, ...]]:
         if self._closed:
-            raise BusClosedError("test_fire on a closed HookBus")
+            raise BusClosedError("a fire on a closed HookBus")
         checked = check_envelope(envelope)
         found = self._publisher.matching(event, checked)
         if found is None:
-            return ALLOW
+            return ALLOW, ()
         hooks, settings = found
         # Alone, a shadow hook's own decision is what its fixture checks; merged, it stays
         # out as it does from a real emit.
         chosen = [hook for hook in hooks if hook.is_sync and (hook.id == hook_id if hook_id is not None else not hook.spec.shadow)]
         if not chosen:
-            return ALLOW
+            return ALLOW, ()
         full, payload = encode_envelope(event, checked)
-        dispatcher = self._test_dispatcher
+        dispatcher = self._quiet_dispatchers.get(variable)
         if dispatcher is None:
-            dispatcher = self._test_dispatcher = Dispatcher(
-                self.home, 1, _unrecorded, prompt_sender(self._plugins), StopMemory(), {"HOOKBUS_TEST": "1"}
+            dispatcher = self._quiet_dispatchers[variable] = Dispatcher(
+                self.home, 1, _unrecorded, prompt_sender(self._plugins), StopMemory(), {variable: "1"}
             )
         from hookbus.cancel import CancelToken
 
         runs = dispatcher.run_sync(chosen, event, full, payload, settings, CancelToken())
-        return self._decider.decide(event, checked, runs).decision
+        return self._decider.decide(event, checked, runs).decision, tuple(hook.id for hook in chosen)
 
     def undecided(self, event: str, envelope: Mapping[str, Any] | None, why: str) -> Decision:
         """The decision for an event whose hooks hookbus cannot run: it could not read the

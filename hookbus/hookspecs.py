@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from hookbus.home import Home
     from hookbus.prompts import PromptRequest, PromptResult
     from hookbus.settings import Settings
-    from hookbus.records import RunRecord
+    from hookbus.records import EmitRecord, RunRecord
     from hookbus.runners import RunnerRegistration
 
 hookspec = pluggy.HookspecMarker("hookbus")
@@ -66,6 +66,18 @@ def hookbus_read_runs(
     ``limit`` keeps only the most recent ones. Implemented by the active recorder so
     ``hookbus log`` and ``hookbus list`` work whatever backend holds the records.
     """
+
+
+@hookspec
+def hookbus_record_emit(bus: HookBus, record: EmitRecord) -> None:
+    """Store one emit record (settings.json ``"record_envelopes": true``): the envelope of an
+    emit that ran sync hooks (redacted, capped), its decision and the hooks that ran.
+    Optional: a recorder without it keeps none, and ``hookbus replay`` says so."""
+
+
+@hookspec(firstresult=True)
+def hookbus_read_emits(bus: HookBus, since: str | None, until: str | None) -> list[EmitRecord] | None:
+    """The emit records with ``since <= at < until`` (either None: no bound), oldest first."""
 
 
 @hookspec(firstresult=True)

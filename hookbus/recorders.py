@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hookbus.errors import Problem
 from hookbus.plugins import each_implementation
-from hookbus.records import RunRecord
+from hookbus.records import EmitRecord, RunRecord
 from hookbus.redaction import redact_record
 from hookbus.reporting import ReportOnce
 
@@ -147,6 +147,33 @@ class Recorders:
                 continue
             if runs is not None:
                 return list(runs)
+        return []
+
+    def record_emit(self, record: EmitRecord) -> bool:
+        """Hand an emit record to every active recorder that keeps them; whether one did."""
+        kept = False
+        for plugin, call in self._calls("hookbus_record_emit", bus=self._owner, record=record):
+            try:
+                call()
+                kept = True
+            except Exception as exc:
+                self._report.failed(f"recorder {plugin!r}", f"recorder {plugin!r} raised {type(exc).__name__}: {exc}; the emit record is lost to it")
+        return kept
+
+    def keeps_emits(self) -> bool:
+        """Whether an active recorder keeps emit records."""
+        return any(True for _ in self._calls("hookbus_read_emits", bus=self._owner, since=None, until=None))
+
+    def read_emits(self, since: str | None, until: str | None) -> list[EmitRecord]:
+        """Emit records, oldest first, from the first active recorder that can read them."""
+        for plugin, call in self._calls("hookbus_read_emits", bus=self._owner, since=since, until=until):
+            try:
+                emits = call()
+            except Exception as exc:
+                self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} could not read emits: {type(exc).__name__}: {exc}")
+                continue
+            if emits is not None:
+                return list(emits)
         return []
 
     @property

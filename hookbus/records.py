@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 import attrs
 
@@ -153,3 +153,73 @@ def envelope_tool_name(envelope: Mapping[str, Any]) -> str | None:
     if not isinstance(name, str):
         return None
     return name if len(name) <= MAX_TOOL_NAME else name[: MAX_TOOL_NAME - 1] + "…"
+
+
+#: What an emit record keeps of an envelope, at most, as JSON: past it, only the envelope's
+#: top-level fields that are not containers (enough to see which call it was), marked cut,
+#: and replay skips it.
+MAX_EMIT_ENVELOPE_BYTES = 64 * 1024
+
+
+@attrs.frozen
+class EmitRecord:
+    """One emit that ran sync hooks, as ``hookbus replay`` needs it (``record_envelopes``)."""
+
+    at: str
+    event: str
+    #: The envelope, redacted like every record; cut when it was too big (``cut``).
+    envelope: dict[str, Any]
+    #: The merged decision, as the contract spells it.
+    decision: dict[str, Any]
+    #: The sync hooks that ran, by id (shadow hooks aside).
+    hooks: tuple[str, ...]
+    cut: bool = False
+
+    def log_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "at": self.at, "event": self.event, "hooks": list(self.hooks), "decision": self.decision,
+            "envelope": self.envelope,
+        }
+        if self.cut:
+            entry["cut"] = True
+        return entry
+
+    @classmethod
+    def from_log_entry(cls, entry: object) -> EmitRecord:
+        """Read back a line; ValueError when it is not one."""
+        if not isinstance(entry, dict):
+            raise ValueError(f"not an object but {type(entry).__name__}")
+        envelope, decision, hooks = entry.get("envelope"), entry.get("decision"), entry.get("hooks")
+        if not isinstance(envelope, dict) or not isinstance(decision, dict) or not isinstance(hooks, list):
+            raise ValueError("not an emit record: envelope, decision or hooks missing")
+        try:
+            return cls(str(entry["at"]), str(entry["event"]), envelope, decision, tuple(str(hook) for hook in hooks), entry.get("cut") is True)
+        except KeyError as exc:
+            raise ValueError(f"not an emit record: {exc} missing") from None
+
+    @property
+    def tool_name(self) -> str | None:
+        return envelope_tool_name(self.envelope)
+
+    @property
+    def thread_id(self) -> str | None:
+        value = self.envelope.get("thread_id")
+        return value if isinstance(value, str) else None
+
+
+def emit_record(event: str, envelope: Mapping[str, Any], decision: dict[str, Any], hooks: Sequence[str], at: str | None = None) -> EmitRecord:
+    """The emit record of an emit: its envelope redacted and, past MAX_EMIT_ENVELOPE_BYTES,
+    cut to its top-level fields that are not containers."""
+    from hookbus.jsontext import strict_json
+    from hookbus.redaction import redact_value
+
+    kept = redact_value(dict(envelope))
+    cut = False
+    try:
+        too_big = len(strict_json(kept)) > MAX_EMIT_ENVELOPE_BYTES
+    except ValueError:  # nested past what is written
+        too_big = True
+    if too_big:
+        kept = {key: value for key, value in kept.items() if not isinstance(value, (dict, list)) and len(str(value)) <= 1024}
+        cut = True
+    return EmitRecord(at or utc_timestamp(), event, kept, redact_value(dict(decision)), tuple(hooks), cut)

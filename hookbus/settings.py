@@ -34,6 +34,10 @@ class Settings:
     #: settings.json ``"recorder"``: the recorder plugin(s) that record, by name; None: the
     #: built-in one.
     recorders: tuple[str, ...] | None = None
+    #: settings.json ``"record_envelopes": true``: each emit that ran a sync hook leaves an
+    #: emit record (its envelope, redacted and capped, the decision, the hooks that ran),
+    #: which ``hookbus replay`` re-runs through the hooks as they are now.
+    record_envelopes: bool = False
     #: The whole document, for plugins that own keys of their own.
     raw: Mapping[str, Any] = attrs.field(factory=lambda: MappingProxyType({}))
 
@@ -109,10 +113,15 @@ def load_settings(home: Home, disabled_by_env: bool = False) -> tuple[Settings |
             Problem(shown, "expected a recorder plugin name or a list of names", "$.recorder")
         )
         recorders = None
+    record_envelopes = document.get("record_envelopes", False)
+    if not isinstance(record_envelopes, bool):
+        problems.append(Problem(shown, "expected true or false", "$.record_envelopes"))
+        record_envelopes = False
     settings = Settings(
         hooks_feature=hooks_feature,
         strict_modes=strict_modes,
         recorders=recorders,
+        record_envelopes=record_envelopes,
         disabled_by_env=disabled_by_env,
         raw=MappingProxyType(document),
     )

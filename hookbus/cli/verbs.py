@@ -561,6 +561,12 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     add_parser(parser)
 
 
+def _add_replay(parser: argparse.ArgumentParser) -> None:
+    from hookbus.cli.replayverb import add_parser
+
+    add_parser(parser)
+
+
 def _add_test(parser: argparse.ArgumentParser) -> None:
     from hookbus.cli.fixtureverb import add_parser
 
@@ -704,6 +710,15 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         _add_new,
     ),
     "list": ("show hooks, their state and last fire", None, _add_list),
+    "replay": (
+        "re-run recorded emits through the hooks as they are now; exit 3 if a decision flips",
+        "Re-run the emits recorded with settings.json \"record_envelopes\": true (--since, --until, --hook, "
+        "--event narrow them) through the sync hooks as they are now, and say which decisions flip: when, "
+        "event, tool, thread, the recorded decision and the new one, and which hook made the difference. The "
+        "hooks run for real, with HOOKBUS_REPLAY=1; async hooks do not run; nothing is recorded. Exit 0 when "
+        "nothing flipped, 3 when something did, 1 on error.",
+        _add_replay,
+    ),
     "test": (
         "run the hooks' fixtures (hooks/ID/tests/*.json); exit 1 if any fails",
         "Run each fixture of the hooks (every hook's, or those of ID ...): the envelope it gives, through its "

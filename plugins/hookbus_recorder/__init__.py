@@ -1,4 +1,5 @@
-"""The built-in recorder: ``hooks/<id>/state.json`` and ``logs/hooks/<date>.jsonl``.
+"""The built-in recorder: ``hooks/<id>/state.json`` and ``logs/hooks/<date>.jsonl`` (and,
+with ``record_envelopes``, ``logs/emits/<date>.jsonl``).
 
 Each fire's log line is written before emit returns; state.json by a background thread
 (``hookbus.recording.BackgroundWriter``, see ``writer``), which ``hookbus_shutdown`` drains.
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from hookbus import hookimpl
 from hookbus.errors import Problem
-from hookbus.records import RunRecord
+from hookbus.records import EmitRecord, RunRecord
 
 from hookbus_recorder.logfile import log_problems, read_records
 from hookbus_recorder.state import RECENT_RUNS, read_state
@@ -50,6 +51,20 @@ def hookbus_shutdown(bus: HookBus) -> None:
 @hookimpl
 def hookbus_record(bus: HookBus, record: RunRecord) -> None:
     writer.submit(bus.home, record)
+
+
+@hookimpl
+def hookbus_record_emit(bus: HookBus, record: EmitRecord) -> None:
+    from hookbus_recorder.emits import append_emit
+
+    append_emit(bus.home.logs_dir, record)
+
+
+@hookimpl
+def hookbus_read_emits(bus: HookBus, since: str | None, until: str | None) -> list[EmitRecord]:
+    from hookbus_recorder.emits import read_emits
+
+    return read_emits(bus.home.logs_dir, since, until)
 
 
 @hookimpl

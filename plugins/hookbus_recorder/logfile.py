@@ -23,7 +23,7 @@ import stat
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from hookbus.deepjson import TooDeep
 from hookbus.files import kind_of
@@ -402,7 +402,9 @@ def iter_records(path: Path) -> Iterator[RunRecord]:
         yield from _records(handle, path)
 
 
-def _records(handle: BinaryIO, path: Path) -> Iterator[RunRecord]:
+def _records(handle: BinaryIO, path: Path, parse: Callable[[object], Any] = RunRecord.from_log_entry) -> Iterator[Any]:
+    """The records of an open log file, each line read by ``parse`` (RunRecord's by default,
+    EmitRecord's for the emit log)."""
     with handle:
         number = 0
         while True:
@@ -418,7 +420,7 @@ def _records(handle: BinaryIO, path: Path) -> Iterator[RunRecord]:
                 )
                 continue
             try:
-                record = RunRecord.from_log_entry(json.loads(raw))
+                record = parse(json.loads(raw))
             except (ValueError, RecursionError) as exc:
                 logger.warning("%s:%d: skipped a line that is not a record (%s)", path, number, exc)
                 continue
