@@ -138,3 +138,18 @@ def test_record_envelopes_must_be_a_boolean(home: Path) -> None:
     settings(home, record_envelopes="yes")
     result = hookbus("validate", "--home", str(home))
     assert "settings.json: expected true or false @ $.record_envelopes" in result.stdout + result.stderr
+
+
+def test_hookbus_sqlite_keeps_emit_records_too(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    pytest.importorskip("hookbus_sqlite")
+    settings(home, record_envelopes=True, recorder="sqlite")
+    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=RM)
+    bus = make_bus()
+    bus.emit("PreToolUse", call("git push --force"))
+    bus.emit("PreToolUse", call("rm -rf /"))
+    assert [record.decision.get("behavior") for record in bus.read_emits()] == ["allow", "deny"]
+    bus.close()
+    assert not (home / "logs" / "emits").exists()  # only the recorder in use keeps them
+    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=RM_OR_FORCE)
+    report = json.loads(hookbus("replay", "--home", str(home), "--json").stdout)
+    assert (report["replayed"], len(report["flipped"])) == (2, 1)

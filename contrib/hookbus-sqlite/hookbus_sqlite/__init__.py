@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from hookbus import hookimpl
 from hookbus.errors import Problem, did_you_mean
 from hookbus.home import Home
-from hookbus.records import RunRecord
+from hookbus.records import EmitRecord, RunRecord
 from hookbus.reporting import ReportOnce
 from hookbus.settings import Settings
 
@@ -159,6 +159,28 @@ def hookbus_shutdown(bus: HookBus) -> None:
 @hookimpl
 def hookbus_record(bus: HookBus, record: RunRecord) -> None:
     writer.submit(_path_of(bus), record, id(bus), bus.home)
+
+
+@hookimpl
+def hookbus_record_emit(bus: HookBus, record: EmitRecord) -> None:
+    writer.submit(_path_of(bus), record, id(bus), bus.home)
+
+
+@hookimpl
+def hookbus_read_emits(bus: HookBus, since: str | None, until: str | None) -> list[EmitRecord] | None:
+    """From the database's ``emits`` table; None (the next recorder answers) when it
+    cannot be read."""
+    from hookbus_sqlite.database import query_emits
+
+    path = _path_of(bus)
+    writer.flush(FLUSH_TIMEOUT_SECONDS)
+    try:
+        return query_emits(path, since, until)
+    except FileNotFoundError:
+        return []
+    except (sqlite3.Error, OSError) as exc:
+        _report.failed(f"reading {path}", f"hookbus sqlite recorder: reading the emits of {path} failed ({type(exc).__name__}: {exc})")
+        return None
 
 
 @hookimpl

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union, cast
 
 from hookbus.jsontext import strict_json
-from hookbus.records import RunRecord, Status, utc_timestamp
+from hookbus.records import EmitRecord, RunRecord, Status, utc_timestamp
 
 logger = logging.getLogger("hookbus")
 
-#: 2 added ``runs.tool_name``, 3 ``runs.shadow`` and ``runs.enforced``; an older database
-#: gets the columns when a writer opens it.
+#: 2 added ``runs.tool_name``, 3 ``runs.shadow``, ``runs.enforced`` and the ``emits``
+#: table; an older database gets them when a writer opens it.
 SCHEMA_VERSION = 3
 #: How long a writer waits for another one's transaction before SQLite says "locked".
 BUSY_TIMEOUT_SECONDS = 10.0
@@ -55,6 +55,16 @@ CREATE INDEX IF NOT EXISTS runs_at ON runs (at);
 CREATE INDEX IF NOT EXISTS runs_hook_at ON runs (hook_id, at);
 CREATE INDEX IF NOT EXISTS runs_status_at ON runs (status, at);
 CREATE INDEX IF NOT EXISTS runs_event_at ON runs (event, at);
+CREATE TABLE IF NOT EXISTS emits (  -- settings.json "record_envelopes": true, for hookbus replay
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at        TEXT    NOT NULL,
+    event     TEXT    NOT NULL,
+    envelope  TEXT    NOT NULL,  -- JSON, redacted, and cut to its top-level fields past 64 KiB
+    decision  TEXT    NOT NULL,  -- the merged decision, JSON
+    hooks     TEXT    NOT NULL,  -- the ids of the sync hooks that ran, a JSON array
+    cut       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS emits_at ON emits (at);
 CREATE TABLE IF NOT EXISTS load_errors (
     hook_id TEXT PRIMARY KEY,
     error   TEXT NOT NULL,
@@ -230,7 +240,8 @@ class LoadErrorsUpdate:
         self.errors = dict(errors)
 
 
-Item = Union[RunRecord, LoadErrorsUpdate]
+Item = Union[RunRecord, LoadErrorsUpdate, EmitRecord]
+_INSERT_EMIT = "INSERT INTO emits (at, event, envelope, decision, hooks, cut) VALUES (?, ?, ?, ?, ?, ?)"
 
 
 def write(connection: sqlite3.Connection, items: Sequence[Item]) -> None:
@@ -242,12 +253,48 @@ def write(connection: sqlite3.Connection, items: Sequence[Item]) -> None:
             for item in chunk:
                 if isinstance(item, RunRecord):
                     connection.execute(_INSERT, row_of(item))
+                elif isinstance(item, EmitRecord):
+                    connection.execute(_INSERT_EMIT, _emit_row(item))
                 else:
                     _write_load_errors(connection, item.errors)
             connection.execute("COMMIT")
         except BaseException:
             _rollback(connection)
             raise
+
+
+def _emit_row(record: EmitRecord) -> tuple[Any, ...]:
+    def text(value: Any) -> str:
+        return _text(strict_json(value, separators=(",", ":")).decode()) or ""
+
+    return (record.at, record.event, text(record.envelope), text(record.decision), text(list(record.hooks)), 1 if record.cut else 0)
+
+
+def query_emits(path: str | os.PathLike[str], since: Moment = None, until: Moment = None) -> list[EmitRecord]:
+    """The emit records in the database at ``path`` with ``since <= at < until``, oldest
+    first; a row that cannot be read back is skipped, said on the ``hookbus`` logger."""
+    clauses, parameters = [], []
+    if since is not None:
+        clauses.append("at >= ?")
+        parameters.append(timestamp(since))
+    if until is not None:
+        clauses.append("at < ?")
+        parameters.append(timestamp(until))
+    where = " WHERE " + " AND ".join(clauses) if clauses else ""
+    with closing(connect(path, create=False)) as connection:
+        if "emits" not in {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}:
+            return []  # a database no writer of version 3 has opened yet
+        rows = connection.execute(f"SELECT at, event, envelope, decision, hooks, cut FROM emits{where} ORDER BY at, id", parameters).fetchall()
+    found = []
+    for at, event, envelope, decision, hooks, cut in rows:
+        try:
+            found.append(EmitRecord.from_log_entry({
+                "at": at, "event": event, "envelope": json.loads(envelope), "decision": json.loads(decision),
+                "hooks": json.loads(hooks), "cut": bool(cut),
+            }))
+        except ValueError as exc:
+            logger.warning("hookbus sqlite recorder: an emit record at %s cannot be read (%s); skipped", at, exc)
+    return found
 
 
 def _write_load_errors(connection: sqlite3.Connection, errors: Mapping[str, str | None]) -> None:
