@@ -323,6 +323,45 @@ def scaling(work: Path) -> None:
     report("scaling", costs[10_000] / costs[10], 1.5, "x", f"no-match emit cost at 10,000 hooks / at 10 ({shown})")
 
 
+#: Emits recorded, then replayed, by the replay figure (``--replay-emits``).
+REPLAY_EMITS = 10_000
+#: Sync hooks of its home.
+REPLAY_HOOKS = 20
+
+
+def replay(work: Path) -> None:
+    """``hookbus replay``'s engine: REPLAY_EMITS emits recorded live (``record_envelopes``)
+    through a home of REPLAY_HOOKS sync hooks, then read back and replayed through the same
+    hooks; emits a second each way, in slices taking turns."""
+    root = work / "replay"
+    write_hooks(root, {f"h{n:02d}": {"trigger": {"event": "PreToolUse"}, "mode": "sync", "command": "exit 0"} for n in range(REPLAY_HOOKS)})
+    (root / "settings.json").write_text('{"record_envelopes": true}')
+    (root / "settings.json").chmod(0o600)
+    envelopes = [{**ENVELOPE, "tool_input": {"command": f"ls {n}"}} for n in range(REPLAY_EMITS)]
+    slices = 5
+    size = max(1, REPLAY_EMITS // slices)
+    live_seconds = replay_seconds = 0.0
+    with HookBus(root) as bus:
+        for part in range(slices):  # live, in slices; each slice then replayed: taking turns
+            chunk = envelopes[part * size:(part + 1) * size]
+            started = time.perf_counter()
+            for envelope in chunk:
+                bus.emit("PreToolUse", envelope)
+            live_seconds += time.perf_counter() - started
+            started = time.perf_counter()
+            recorded = bus.read_emits()[-len(chunk):]
+            for record in recorded:
+                bus.replay(record.event, record.envelope)
+            replay_seconds += time.perf_counter() - started
+    emits = size * slices
+    live, replayed = emits / live_seconds, emits / replay_seconds
+    report_at_least(
+        "replay", replayed / live, 0.8, "x",
+        f"{emits:,} emits through {REPLAY_HOOKS} sync `exit 0` hooks: replayed (read back, then re-run) "
+        f"{replayed:,.0f} emits/s vs live {live:,.0f} emits/s (recording them), in {slices} slices taking turns",
+    )
+
+
 FIGURES: dict[str, Callable[[Path], None]] = {
     "no-match": no_match,
     "one-sync": one_sync_hook,
@@ -341,13 +380,18 @@ FIGURES: dict[str, Callable[[Path], None]] = {
     # `hookbus serve --http`: POST /claude-code from a raw keep-alive client (http_bench.py).
     "http-rtt": lambda work: http_bench.http_rtt(work, report, ROUNDS),
     "http-one-sync": lambda work: http_bench.http_one_sync(work, report, ROUNDS),
+    "replay": replay,
 }
 
 
 def main() -> int:
+    global REPLAY_EMITS
     parser = argparse.ArgumentParser(description="hookbus benchmarks (ratios against same-run baselines)")
     parser.add_argument("--only", nargs="*", choices=list(FIGURES), help="run only these figures")
+    parser.add_argument("--replay-emits", type=int, metavar="N", help=f"emits the replay figure records and replays (default {REPLAY_EMITS:,})")
     args = parser.parse_args()
+    if args.replay_emits:
+        REPLAY_EMITS = args.replay_emits
     print(f"hookbus bench on {os.cpu_count()} cores, Python {sys.version.split()[0]}, {ROUNDS} rounds, medians")
     with tempfile.TemporaryDirectory(prefix="hookbus-bench-") as temp:
         for name, figure in FIGURES.items():
