@@ -450,7 +450,10 @@ class HookBus:
                 return
             self._closed = True
         self._publisher.stop()
-        self._dispatcher.close(time.monotonic() + (self.shutdown_timeout if timeout is None else timeout))
+        deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
+        self._dispatcher.close(deadline)
+        for quiet in self._quiet_dispatchers.values():  # test and replay fires: their threads
+            quiet.close(deadline)
         self._recorders.shut_down()
         self._recorders.report_losses()
 
