@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from hookbus.events import EVENT_NAMES, EVENTS, EventInfo
     from hookbus.home import Home
     from hookbus.prompts import PromptError, PromptRequest, PromptResult
-    from hookbus.records import RunRecord
+    from hookbus.records import EmitRecord, RunRecord
     from hookbus.recording import BackgroundWriter
     from hookbus.runners import (
         CancelToken,
@@ -80,6 +80,7 @@ _WHERE = {
     "PromptRequest": "hookbus.prompts",
     "PromptResult": "hookbus.prompts",
     "RunRecord": "hookbus.records",
+    "EmitRecord": "hookbus.records",
     "BackgroundWriter": "hookbus.recording",
     "CancelToken": "hookbus.runners",
     "HookCall": "hookbus.runners",
@@ -102,6 +103,7 @@ __all__ = [
     "Decision",
     "EVENTS",
     "EVENT_NAMES",
+    "EmitRecord",
     "EnvelopeError",
     "EventInfo",
     "Explanation",
