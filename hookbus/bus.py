@@ -245,10 +245,13 @@ class HookBus:
             else:
                 self._dispatcher.submit_async(hook, event, full, payload, settings)
         enforced = _Enforced() if shadows is not None and merged is None else None
+        unstarted: list[Run] = []
         if shadows is not None and enforced is not None:
             # Started beside the enforcing hooks, never waited for: each is recorded once
             # it is done and the enforced decision is known.
-            self._dispatcher.start_shadows(shadows, event, full, payload, settings, functools.partial(self._settle_shadow, event, envelope, enforced))
+            unstarted = self._dispatcher.start_shadows(
+                shadows, event, full, payload, settings, functools.partial(self._settle_shadow, event, envelope, enforced)
+            )
         decision = ALLOW
         try:
             if not sync_hooks:
@@ -264,6 +267,8 @@ class HookBus:
         finally:
             if enforced is not None:
                 enforced.set(decision)
+                for run in unstarted:  # shadow hooks that got no thread: that failure, recorded
+                    self._shadow_run(event, envelope, run, decision.behavior)
         if shadows is not None and merged is not None:
             # explain: what each shadow hook would have said, beside the decision.
             with self._dispatcher.emitting() as cancel:

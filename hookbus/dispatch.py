@@ -116,11 +116,14 @@ class Dispatcher:
     def start_shadows(
         self, hooks: Sequence[Hook], event: str, full: Mapping[str, Any], payload: bytes, settings: Settings,
         settle: Callable[[Run], None],
-    ) -> None:
+    ) -> list[Run]:
         """Run each shadow hook on a thread of its own and hand its run to ``settle`` (which
         waits for the enforced decision and records it); the caller never waits for them.
         Each counts as an emit running until it is settled, so close() waits for it and
-        interrupt() cancels it. A hook that cannot get a thread is settled as that failure."""
+        interrupt() cancels it. Returned: the runs of hooks that could not get a thread, as
+        that failure, for the caller to settle once the decision is known (settling them
+        here would wait for it)."""
+        unstarted: list[Run] = []
         for hook in hooks:
             cancel = self._started(counted=True)
 
@@ -135,7 +138,8 @@ class Dispatcher:
             except (RuntimeError, MemoryError) as exc:
                 self._ended(cancel, counted=True)
                 error = f"could not start a thread for it: {type(exc).__name__}: {exc}"
-                settle((hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(), 0.0))
+                unstarted.append((hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(), 0.0))
+        return unstarted
 
     def run_manual(self, hook: Hook, full: Mapping[str, Any], payload: bytes, settings: Settings) -> RunRecord:
         """Fire one hook now, on this thread, as an async fire marked manual."""

@@ -115,3 +115,23 @@ def test_a_fail_closed_shadow_hook_is_not_one_for_the_last_resort(write_hook: Ho
     write_hook("new", event="PreToolUse", mode="sync", blocking=True, shadow=True, on_error="deny", command="true")
     write_hook("real", event="PreToolUse", mode="sync", blocking=True, on_error="deny", command="true")
     assert fail_closed_hooks(str(home), "PreToolUse") == ["real"]
+
+
+def test_a_shadow_hook_with_no_thread_to_run_on_is_recorded_without_holding_the_emit(
+    make_bus: MakeBus, write_hook: HookWriter, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No thread to be had (the user's processes ran out): the shadow hook's failure is
+    recorded once the decision is known, and the emit does not wait for anything."""
+    from hookbus.dispatch import Dispatcher
+
+    class NoThreads:
+        def submit(self, job: Any) -> Any:
+            raise RuntimeError("can't start new thread")
+
+    write_hook("new", event="UserPromptSubmit", mode="sync", blocking=True, shadow=True, command=DENY)
+    bus = make_bus()
+    monkeypatch.setattr(Dispatcher, "threads", lambda self: NoThreads())
+    assert bus.emit("UserPromptSubmit", {"prompt": "hi"}).behavior == "allow"
+    bus.close()
+    [record] = shadow_records(home)
+    assert record["enforced"] == "allow" and "could not start a thread for it" in record["error"]
