@@ -139,14 +139,20 @@ class Recorders:
 
     def read_runs(self, hook_id: str | None, limit: int | None) -> list[RunRecord]:
         """Recorded fires, oldest first, from the first active recorder that can read them."""
-        for plugin, call in self._calls("hookbus_read_runs", bus=self._owner, hook_id=hook_id, limit=limit):
+        runs: list[RunRecord] = self._first_reading("hookbus_read_runs", "runs", hook_id=hook_id, limit=limit)
+        return runs
+
+    def _first_reading(self, hook_name: str, what: str, **kwargs: Any) -> list[Any]:
+        """What the first active recorder that can read ``what`` answers ``hook_name`` with;
+        [] when none can (a reader that raises is reported, and the next one asked)."""
+        for plugin, call in self._calls(hook_name, bus=self._owner, **kwargs):
             try:
-                runs = call()
+                found = call()
             except Exception as exc:
-                self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} could not read runs: {type(exc).__name__}: {exc}")
+                self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} could not read {what}: {type(exc).__name__}: {exc}")
                 continue
-            if runs is not None:
-                return list(runs)
+            if found is not None:
+                return list(found)
         return []
 
     def record_emit(self, record: EmitRecord) -> bool:
@@ -166,15 +172,8 @@ class Recorders:
 
     def read_emits(self, since: str | None, until: str | None) -> list[EmitRecord]:
         """Emit records, oldest first, from the first active recorder that can read them."""
-        for plugin, call in self._calls("hookbus_read_emits", bus=self._owner, since=since, until=until):
-            try:
-                emits = call()
-            except Exception as exc:
-                self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} could not read emits: {type(exc).__name__}: {exc}")
-                continue
-            if emits is not None:
-                return list(emits)
-        return []
+        emits: list[EmitRecord] = self._first_reading("hookbus_read_emits", "emits", since=since, until=until)
+        return emits
 
     @property
     def lost(self) -> int:
