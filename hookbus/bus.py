@@ -21,9 +21,11 @@ from hookbus.envelope import check_envelope, encode_envelope
 from hookbus.errors import BusClosedError, EnvelopeTooDeep, Problem, ReadOnlyBusError
 from hookbus.events import CONTINUE_EVENTS
 from hookbus.home import Home
-from hookbus.merge import Decider, Merged, joined_note
+from hookbus.merge import Decider, Merged, Run, joined_note
 from hookbus.plugins import build_plugin_manager, build_runner_table, call_each, config_problems, describe_plugins
 from hookbus.prompts import prompt_sender
+from hookbus.policy.guardhook import HomeGuardRunner
+from hookbus.policy.tiers import ManagedTier, plugin_environment
 from hookbus.publisher import SnapshotPublisher
 from hookbus.recorders import Recorders
 from hookbus.records import EmitRecord, RunRecord, emit_record, envelope_tool_name, utc_timestamp
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from hookbus.explain import Explanation
-    from hookbus.merge import Run
     from hookbus.registry import Snapshot
     from hookbus.settings import Settings
     from hookbus.spec import Hook
@@ -67,7 +68,8 @@ class HookBus:
         self.home = Home.resolve(home)
         self.async_workers = async_workers
         self.shutdown_timeout = shutdown_timeout
-        self._plugins, self.plugin_infos = build_plugin_manager(plugins)
+        managed_root, managed_notes, environ = plugin_environment()
+        self._plugins, self.plugin_infos = build_plugin_manager(plugins, environ)
         self.runners = build_runner_table(self._plugins)
         # Without a resolver the bus still starts: list, log, plugins and validate need
         # none, and emit fails open (the spec's rule), saying why.
@@ -83,7 +85,8 @@ class HookBus:
         #: fires (emit, trigger and explain refuse, unless explain is a dry run).
         self.read_only = read_only
         self._publisher = SnapshotPublisher(
-            self.home, self.runners, self._check_config, _ignore_load_errors if read_only else self._recorders.load_errors
+            self.home, self.runners, self._check_config, _ignore_load_errors if read_only else self._recorders.load_errors,
+            ManagedTier(managed_root, self.runners, managed_notes),
         )
         self._closing = threading.Lock()
         self._closed = False
@@ -236,10 +239,13 @@ class HookBus:
             return self._undecided(event, envelope, hooks, str(exc), merged)
         sync_hooks = []
         shadows = None
+        guarded: Run | None = None
         for hook in hooks:  # one pass, no comprehension: an async fire is on the agent's clock
             if hook.is_sync:
                 if hook.spec.shadow:
                     shadows = [*(shadows or ()), hook]
+                elif hook.tier == "builtin":
+                    guarded = _run_inline(hook, envelope)
                 else:
                     sync_hooks.append(hook)
             else:
@@ -254,12 +260,14 @@ class HookBus:
             )
         decision = ALLOW
         try:
-            if not sync_hooks:
+            if not sync_hooks and (guarded is None or (guarded[1].behavior == "allow" and merged is None)):
                 if event in CONTINUE_EVENTS:
                     self._stops.answered(event, envelope, ALLOW)
             else:
                 with self._dispatcher.emitting() as cancel:
-                    runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel)
+                    runs = self._dispatcher.run_sync(sync_hooks, event, full, payload, settings, cancel) if sync_hooks else []
+                    if guarded is not None:
+                        runs = [guarded, *runs]
                     outcome = self._decider.decide(event, envelope, runs)
                     decision = self._settle(event, envelope, outcome, merged)
                     if settings.record_envelopes and merged is None:
@@ -288,7 +296,7 @@ class HookBus:
             RunRecord(
                 at=at, hook_id=hook.id, event=event, mode="sync", status=outcome.behavior, duration=duration,
                 error=outcome.error, decision=outcome.as_dict(), note=joined_note(outcome.note, counted.notes.get(hook.id)),
-                tool_name=envelope_tool_name(envelope), shadow=True, enforced=enforced,
+                tool_name=envelope_tool_name(envelope), shadow=True, enforced=enforced, tier=hook.tier,
             )
         )
         return as_counted, note
@@ -391,7 +399,7 @@ class HookBus:
                     RunRecord(
                         at=at, hook_id=hook.id, event=event, mode="sync", status="error", duration=0.0,
                         error=error, decision={"behavior": "allow"}, note=UNDECIDED_NOTE,
-                        tool_name=envelope_tool_name(envelope), shadow=True,
+                        tool_name=envelope_tool_name(envelope), shadow=True, tier=hook.tier,
                     )
                 )
             else:
@@ -399,7 +407,7 @@ class HookBus:
                     RunRecord(
                         at=at, hook_id=hook.id, event=event, mode="async", status="error", duration=0.0,
                         error=error, decision={"behavior": "allow"}, note=UNDECIDED_NOTE,
-                        tool_name=envelope_tool_name(envelope),
+                        tool_name=envelope_tool_name(envelope), tier=hook.tier,
                     )
                 )
         if not runs:
@@ -502,6 +510,15 @@ class _Enforced:
     def wait(self) -> Decision | None:
         self._event.wait(self.WAIT_SECONDS)
         return self._decision
+
+
+def _run_inline(hook: Hook, envelope: Mapping[str, Any]) -> Run:
+    """A built-in hook's run (the home guard), on the emitting thread: microseconds, where a
+    thread of its own would cost more than the check."""
+    started, at = time.perf_counter(), utc_timestamp()
+    runner = hook.runner
+    assert isinstance(runner, HomeGuardRunner)
+    return hook, runner.decide(envelope), at, time.perf_counter() - started
 
 
 def _unrecorded(record: RunRecord) -> RunRecord:

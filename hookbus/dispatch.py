@@ -339,4 +339,5 @@ def _async_record(
         note=outcome.note,
         manual=manual,
         tool_name=tool_name,
+        tier=hook.tier,
     )

@@ -102,6 +102,8 @@ class Problem:
     hook_id: str | None = None
     #: The hook's previous, valid version stays in effect until the file is fixed.
     kept_last_good: bool = False
+    #: Whose file it is: "user" (the home) or "managed" (the managed directory).
+    tier: str = "user"
 
     def __str__(self) -> str:
         where = f" @ {self.location}" if self.location else ""

@@ -66,6 +66,8 @@ class HookVerdict:
     #: The hook's file is broken and its last good version is the one in effect.
     load_error: str | None = None
     run: RunTrace | None = None
+    #: "user", "managed" or "builtin" (the home guard).
+    tier: str = "user"
 
     @property
     def runs(self) -> bool:
@@ -79,6 +81,7 @@ class HookVerdict:
         run = self.run
         document = {
             "id": self.hook_id,
+            "tier": self.tier,
             "matched": self.runs,
             "status": self.status,
             "detail": self.detail,
@@ -142,16 +145,26 @@ def match_verdicts(snapshot: Snapshot, event: str, envelope: Mapping[str, Any]) 
     field = info.matcher_field
     value = _field_value(envelope, field)
     guard = None
-    reason = snapshot.settings.disabled_reason
+    settings = snapshot.settings
+    reason = settings.disabled_reason
+    managed_off = None if settings.managed_hooks_feature else 'the managed settings.json has "features": {"hooks": false}'
+    recursion = None
+    if envelope.get("origin") == "vix":
+        recursion = f'{RECURSION_GUARD}: the envelope has "origin": "vix" (a thread vix started); no hook fires there'
     if reason is not None:
-        guard = f"{KILL_SWITCH}: {reason}; no hook fires"
-    elif envelope.get("origin") == "vix":
-        guard = f'{RECURSION_GUARD}: the envelope has "origin": "vix" (a thread vix started); no hook fires there'
+        guard = f"{KILL_SWITCH}: {reason}; no hook of yours fires"
+    elif recursion is not None:
+        guard = recursion
+    stopped = {
+        "user": guard,
+        "managed": recursion or (f"{KILL_SWITCH}: {managed_off}; no managed hook fires" if managed_off else None),
+        "builtin": None,
+    }
     kept = {problem.hook_id: problem for problem in snapshot.problems if problem.kept_last_good and problem.hook_id}
     verdicts: dict[str, HookVerdict] = {}
     for hook_id, hook in snapshot.hooks.items():
         problem = kept.get(hook_id)
-        verdicts[hook_id] = _verdict(hook, event, field, value, guard, None if problem is None else str(problem))
+        verdicts[hook_id] = _verdict(hook, event, field, value, stopped[hook.tier], None if problem is None else str(problem))
     for problem in snapshot.problems:
         hook_id = problem.hook_id or problem.path
         if hook_id not in verdicts:
@@ -170,6 +183,7 @@ def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard
     spec = hook.spec
     common: dict[str, Any] = {
         "event": hook.event, "matcher": spec.trigger.matcher, "mode": spec.mode, "blocking": spec.blocking, "load_error": kept,
+        "tier": hook.tier,
     }
     last_good = f" (its file is broken, so its last good version is in effect: {kept})" if kept else ""
     if guard is not None:

@@ -62,4 +62,6 @@ def in_process_reason(environ: Mapping[str, str]) -> str | None:
         return "HOOKBUS_DISABLE_PLUGINS is set"
     if "HOOKBUS_LOAD_PLUGINS" in environ:
         return "HOOKBUS_LOAD_PLUGINS is set"
+    if environ.get("HOOKBUS_MANAGED_DIR"):
+        return "HOOKBUS_MANAGED_DIR is set"
     return None

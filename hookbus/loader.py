@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Iterable, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Literal
 
 import attrs
 
@@ -25,6 +26,9 @@ from hookbus.settings import Settings, load_settings
 from hookbus.spec import Hook, parse_hook
 from hookbus.terminal import UNPRINTABLE, printable
 from hookbus.trust import STATE_FILES, Findings, entry_refusals, path_refusal
+
+if TYPE_CHECKING:
+    from hookbus.records import Tier
 
 ChangeKind = Literal["loaded", "reloaded", "removed", "skipped", "kept", "warning", "settings"]
 
@@ -129,11 +133,18 @@ def _signature_of(spec: SpecFile) -> Signature:
 class HookLoader:
     """Turns the hooks directory into Snapshots, one reload at a time."""
 
-    def __init__(self, home: Home, runners: RunnerTable, disabled_by_env: bool = False) -> None:
+    def __init__(self, home: Home, runners: RunnerTable, disabled_by_env: bool = False, tier: Tier = "user") -> None:
         self.home = home
         self.runners = runners
         self.disabled_by_env = disabled_by_env
+        #: "user" for the home; "managed" for the organization's managed directory, whose
+        #: every file root must own (and whose paths are shown whole, not home-relative).
+        self.tier: Tier = tier
+        self.root_only = tier == "managed"
         self.settings = Settings(disabled_by_env=disabled_by_env)
+        #: The settings hooks are parsed under (strict modes, plugins' options): this
+        #: loader's own, or those in effect once the managed settings.json has its say.
+        self.in_effect: Settings | None = None
         #: The settings of the last settings.json that could be trusted (or its absence):
         #: what stays in effect while settings.json is broken or others could write it.
         self.trusted_settings = self.settings
@@ -152,6 +163,11 @@ class HookLoader:
     # -- what is loaded -----------------------------------------------------------------
 
     def snapshot(self, generation: int) -> Snapshot:
+        hooks, problems, warnings = self.parts()
+        return Snapshot.build(hooks, self.settings, problems, generation, warnings)
+
+    def parts(self) -> tuple[dict[str, Hook], list[Problem], list[str]]:
+        """What this loader has in effect: the hooks by id, the problems, the warnings."""
         hooks = {hook_id: state.hook for hook_id, state in self.states.items() if state.hook}
         problems = [*self.settings_problems, *self.config_problems]
         if self.home_problem is not None:
@@ -163,7 +179,12 @@ class HookLoader:
         for state in self.states.values():
             problems += state.problems
             warnings += state.warnings
-        return Snapshot.build(hooks, self.settings, problems, generation, warnings)
+        return hooks, problems, warnings
+
+    def shown(self, path: Path) -> str:
+        """``path`` as messages show it: home-relative for the home; whole for the managed
+        directory, so that nobody takes its files for theirs."""
+        return str(path) if self.root_only else self.home.relative(path)
 
     def load_errors(self) -> dict[str, str | None]:
         """Each hook's current load error (None when its file loads)."""
@@ -180,12 +201,13 @@ class HookLoader:
     def check_home(self) -> list[LoadEvent]:
         """Whether the home may be obeyed at all: it and every directory above it. Checked
         on every full load; the watcher polls the same directories for changes."""
-        unsafe = path_refusal(self.home.root)
+        unsafe = path_refusal(self.home.root, self.root_only)
         if unsafe is None:
             self.home_problem = None
             return []
         where, why = unsafe
-        message = f"{why}; nothing in the home {self.home.root} is used until that is fixed"
+        place = "the managed directory" if self.root_only else "the home"
+        message = f"{why}; nothing in {place} {self.home.root} is used until that is fixed"
         self.home_problem = Problem(str(where), message)
         return [LoadEvent("skipped", str(self.home_problem))]
 
@@ -194,7 +216,7 @@ class HookLoader:
         if self.home_problem is not None:
             loaded, self.settings_problems = None, []  # the home's problem says why
         else:
-            loaded, self.settings_problems = load_settings(self.home, self.disabled_by_env)
+            loaded, self.settings_problems = load_settings(self.home, self.disabled_by_env, self.root_only)
         if loaded is not None:
             self.trusted_settings = loaded
         self.settings = self.trusted_settings
@@ -238,19 +260,19 @@ class HookLoader:
             info = os.lstat(root)
             if stat.S_ISLNK(info.st_mode):
                 message = "is a symbolic link, which is not followed: move the directory in place"
-                self.root_problem = Problem("hooks", f"{message}; no hook is loaded from it")
+                self.root_problem = Problem(self.shown(root), f"{message}; no hook is loaded from it")
                 events.append(LoadEvent("skipped", str(self.root_problem)))
                 return []
             names = sorted(os.listdir(root))
         except FileNotFoundError:
             return []
         except OSError as exc:
-            self.root_problem = Problem("hooks", f"cannot read the hooks directory: {exc.strerror}")
+            self.root_problem = Problem(self.shown(root), f"cannot read the hooks directory: {exc.strerror}")
             events.append(LoadEvent("skipped", str(self.root_problem)))
             return []
-        refusal, warning = check_permissions(root, info, self.settings.strict_modes)
+        refusal, warning = check_permissions(root, info, self._strict_modes(), root_only=self.root_only)
         if refusal:
-            self.root_problem = Problem("hooks", f"{refusal}; no hook is loaded from it")
+            self.root_problem = Problem(self.shown(root), f"{refusal}; no hook is loaded from it")
             events.append(LoadEvent("skipped", str(self.root_problem)))
             return []
         if warning:
@@ -277,16 +299,17 @@ class HookLoader:
             )
             problem = Problem(f"hooks/{printable(hook_id)}", message, None, hook_id)
             return HookState(_signature(str(directory)), None, (problem,))
-        strict_modes = self.settings.strict_modes
+        strict_modes = self._strict_modes()
+        root_only = self.root_only
 
         def check_files(dir_fd: int, listing: list[str]) -> tuple[Findings, Findings]:
             # The spec file is checked on the fstat of what was read, below.
-            return entry_refusals(dir_fd, directory, strict_modes, skip=_NOT_CHECKED_AGAIN, names=listing)
+            return entry_refusals(dir_fd, directory, strict_modes, skip=_NOT_CHECKED_AGAIN, names=listing, root_only=root_only)
 
         try:
             spec = read_spec_file(directory, SPEC_NAMES, inspect=check_files)
         except LoadError as exc:
-            problem = Problem(self.home.relative(exc.path), exc.message, None, hook_id)
+            problem = Problem(self.shown(exc.path), exc.message, None, hook_id)
             return self._failed(_signature(str(directory)), previous, [problem])
         if spec is None:
             return None
@@ -294,14 +317,14 @@ class HookLoader:
         warnings: list[str] = []
         refusals: list[Problem] = []
         for path, info in ((directory, spec.dir_stat), (spec.path, spec.file_stat)):
-            refusal, warning = check_permissions(path, info, strict_modes)
+            refusal, warning = check_permissions(path, info, strict_modes, root_only=root_only)
             if refusal:
-                refusals.append(Problem(self.home.relative(path), refusal, None, hook_id))
+                refusals.append(Problem(self.shown(path), refusal, None, hook_id))
             if warning:
-                warnings.append(f"{self.home.relative(path)} {warning}")
+                warnings.append(f"{self.shown(path)} {warning}")
         file_refusals, file_warnings = spec.inspected
-        refusals += [Problem(self.home.relative(path), refusal, None, hook_id) for path, refusal in file_refusals]
-        warnings += [f"{self.home.relative(path)} {warning}" for path, warning in file_warnings]
+        refusals += [Problem(self.shown(path), refusal, None, hook_id) for path, refusal in file_refusals]
+        warnings += [f"{self.shown(path)} {warning}" for path, warning in file_warnings]
         if refusals:
             # Not kept as last good: its scripts may be in a directory others can now change.
             return HookState(signature, None, tuple(refusals))
@@ -309,7 +332,7 @@ class HookLoader:
             hook = self._parse(spec)
         except SpecError as exc:
             errors = exc.errors if isinstance(exc, SpecErrors) else [exc]
-            shown = self.home.relative(spec.path)
+            shown = self.shown(spec.path)
             return self._failed(
                 signature, previous, [Problem(shown, e.message, e.location, hook_id) for e in errors]
             )
@@ -317,8 +340,22 @@ class HookLoader:
 
     def _parse(self, spec: SpecFile) -> Hook:
         document = decode_document(spec.data, spec.kind)
-        context = ParseContext(home=self.home, hook_dir=spec.path.parent, settings=self.settings)
-        return parse_hook(document, source=spec.path, runners=self.runners, context=context)
+        context = ParseContext(home=self.home, hook_dir=spec.path.parent, settings=self.in_effect or self.settings)
+        hook = parse_hook(document, source=spec.path, runners=self.runners, context=context)
+        return hook if self.tier == "user" else attrs.evolve(hook, tier=self.tier)
+
+    def _strict_modes(self) -> bool:
+        # The managed directory is always checked strictly: nobody's setting relaxes it.
+        return True if self.root_only else (self.in_effect or self.settings).strict_modes
+
+    def clear(self) -> list[LoadEvent]:
+        """Forget every hook (the managed tier keeps the user's out: ``managed_only``)."""
+        events: list[LoadEvent] = []
+        for hook_id in sorted(self.states):
+            events += self._set(hook_id, None)
+        self.root_problem = None
+        self.root_warning = None
+        return events
 
     @staticmethod
     def _failed(
@@ -332,7 +369,7 @@ class HookLoader:
 
     def _set(self, hook_id: str, state: HookState | None) -> list[LoadEvent]:
         previous = self.states.get(hook_id)
-        shown = f"hooks/{hook_id}"
+        shown = self.shown(self.home.hook_dir(hook_id)) if self.root_only else f"hooks/{hook_id}"
         if state is None:
             if previous is None:
                 return []

@@ -51,14 +51,16 @@ class Merged:
 
     def records(self, event: str, tool_name: str | None = None) -> list[RunRecord]:
         """One record per run, what the hook said and the note on it, and the call
-        (``tool_name``) it said it of."""
+        (``tool_name``) it said it of. The home guard's allows are not recorded: it runs on
+        every guarded tool call, and an allow there says nothing."""
         return [
             RunRecord(
                 at=at, hook_id=hook.id, event=event, mode="sync", status=outcome.behavior, duration=duration,
                 error=outcome.error, decision=outcome.as_dict(), note=joined_note(outcome.note, self.notes.get(hook.id)),
-                tool_name=tool_name,
+                tool_name=tool_name, tier=hook.tier,
             )
             for hook, outcome, at, duration in self.runs
+            if hook.tier != "builtin" or outcome.behavior != "allow"
         ]
 
 
@@ -92,6 +94,8 @@ class Decider:
                 outcome = _usable_extras(event, hook, outcome, notes)
             results.append(HookResult(hook.id, outcome))
         decision = self._resolve(event, results)
+        if any(hook.tier != "user" for hook, _, _, _ in counted):
+            decision = _managed_floor(decision, counted, results)
         if decision.behavior == "modify" and decision.input is not None and EVENTS[event].rewrites_tool_input:
             decision = self._check_input(event, envelope, decision, notes)
         for hook, outcome, _, _ in counted:
@@ -134,6 +138,33 @@ class Decider:
         return Decision(
             "deny", reason=f"input rewritten by hook {modifier!r} was denied: {reason}", context=decision.context, denied_by=(modifier,)
         )
+
+
+def _managed_floor(decision: Decision, counted: Sequence[Run], results: Sequence[HookResult]) -> Decision:
+    """``decision`` with what the user cannot weaken put back, whatever resolver plugin
+    merged: a deny of a managed hook (or of the home guard) stands, and a managed modify
+    wins over the user's. The user's hooks may still make it stricter."""
+    denied = [result for (hook, _, _, _), result in zip(counted, results) if hook.tier != "user" and result.outcome.behavior == "deny"]
+    if denied:
+        if decision.behavior == "deny" and all(result.hook_id in decision.denied_by for result in denied):
+            return decision
+        said = [f"hook {result.hook_id!r} denied" + (f": {result.outcome.reason}" if result.outcome.reason else "") for result in denied]
+        if decision.behavior == "deny" and decision.reason:
+            said.append(decision.reason)
+        others = tuple(hook_id for hook_id in decision.denied_by if all(hook_id != result.hook_id for result in denied))
+        return Decision(
+            "deny", reason="\n".join(said), context=decision.context,
+            denied_by=(*(result.hook_id for result in denied), *others),
+        )
+    if decision.behavior == "deny":
+        return decision
+    modified = [result for (hook, _, _, _), result in zip(counted, results) if hook.tier == "managed" and result.outcome.behavior == "modify"]
+    if not modified:
+        return decision
+    winner = min(modified, key=lambda result: result.hook_id)
+    if decision.modified_by != winner.hook_id:
+        return attrs.evolve(decision, behavior="modify", input=winner.outcome.input, modified_by=winner.hook_id)
+    return decision
 
 
 def _masked(merged: Merged) -> Merged:

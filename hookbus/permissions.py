@@ -13,8 +13,12 @@ from pathlib import Path
 STRICT_MODES_SETTING = "hooks_strict_modes"
 
 
-def owner_refusal(info: os.stat_result) -> str | None:
-    """``is owned by uid N, not by you (uid M) or root``, or None when you or root own it."""
+def owner_refusal(info: os.stat_result, root_only: bool = False) -> str | None:
+    """``is owned by uid N, not by you (uid M) or root``, or None when you or root own it.
+    ``root_only`` (the managed directory, which decides what runs for every user): ``is
+    owned by uid N, not by root``, or None when root owns it."""
+    if root_only:
+        return None if info.st_uid == 0 else f"is owned by uid {info.st_uid}, not by root"
     me = os.geteuid()
     if info.st_uid in (me, 0):
         return None
@@ -31,7 +35,7 @@ def loose_refusal(info: os.stat_result) -> str | None:
 
 
 def check_permissions(
-    path: Path, info: os.stat_result, strict_modes: bool = True, relaxable: bool = True
+    path: Path, info: os.stat_result, strict_modes: bool = True, relaxable: bool = True, root_only: bool = False
 ) -> tuple[str | None, str | None]:
     """``(refusal, warning)`` for a file or directory that decides what runs, given the
     stat of what was opened.
@@ -39,7 +43,10 @@ def check_permissions(
     Refused: owned by a user other than this process's or root, or (with strict modes)
     writable by group or others. With strict modes off, the latter loads with a warning.
     ``relaxable`` says whether the settings.json escape hatch applies (only to hooks).
+    ``root_only``: a file of the managed directory, which root must own, strictly.
     """
+    if root_only:
+        return _managed_refusal(path, info), None
     foreign = owner_refusal(info)
     if foreign is not None:
         me = os.geteuid()
@@ -51,3 +58,13 @@ def check_permissions(
         hatch = f' (or set "{STRICT_MODES_SETTING}": false in settings.json)' if relaxable else ""
         return f"{what}, who could then decide what runs as you: run `chmod go-w {path}`{hatch}", None
     return None, f'{what}; loaded because settings.json sets "{STRICT_MODES_SETTING}": false'
+
+
+def _managed_refusal(path: Path, info: os.stat_result) -> str | None:
+    foreign = owner_refusal(info, root_only=True)
+    if foreign is not None:
+        return f"{foreign}; managed hooks run for every user, so only root may define them: run `chown root {path}`"
+    what = loose_refusal(info)
+    if what is not None:
+        return f"{what}, who could then decide what runs for every user: run `chmod go-w {path}`"
+    return None

@@ -31,6 +31,9 @@ logger = logging.getLogger("hookbus")
 #: block them): without these the bus cannot run a command hook, decide, or record.
 ESSENTIAL_PLUGINS = ("command", "resolver", "recorder")
 
+#: The variables that select plugins: a managed directory makes the bus ignore them.
+SELECTION_VARIABLES = ("HOOKBUS_DISABLE_PLUGINS", "HOOKBUS_LOAD_PLUGINS")
+
 #: What a plugin provides, by the hooks it implements (runner keys are added to these).
 PROVIDES = {
     "hookbus_resolve": "resolver",

@@ -17,8 +17,9 @@ from hookbus.errors import HookNotFoundError, HooksDisabledError, Problem, Unkno
 from hookbus.eventnames import unknown_event_message
 from hookbus.events import EVENTS
 from hookbus.loader import HookLoader, LoadEvent
+from hookbus.policy.tiers import ManagedTier
 from hookbus.registry import Snapshot
-from hookbus.settings import Settings, env_disables_hooks
+from hookbus.settings import Settings, env_disables_hooks, in_effect
 
 if TYPE_CHECKING:
     from typing import Any, Sequence
@@ -44,11 +45,14 @@ LoadedCallback = Callable[[Mapping[str, "str | None"]], None]
 class SnapshotPublisher:
     """The Snapshot in effect, and how a new one replaces it."""
 
-    def __init__(self, home: Home, runners: RunnerTable, check_config: ConfigCheck, loaded: LoadedCallback) -> None:
+    def __init__(
+        self, home: Home, runners: RunnerTable, check_config: ConfigCheck, loaded: LoadedCallback, managed: ManagedTier | None = None
+    ) -> None:
         self.home = home
         # VIX_DISABLE_HOOKS is read once: the README promises the variable as it was when
         # the bus started.
         self._loader = HookLoader(home, runners, disabled_by_env=env_disables_hooks())
+        self.managed = managed if managed is not None else ManagedTier.from_environment(runners)
         self._check_config = check_config
         self._loaded = loaded
         self._reload_lock = threading.Lock()
@@ -68,20 +72,21 @@ class SnapshotPublisher:
             if event not in EVENTS:
                 raise UnknownEventError(unknown_event_message(event))
             return None
-        # Recursion guard: a vix-initiated thread's own tool calls never fire hooks.
-        if envelope.get("origin") == "vix":
-            return None
         hooks = index.match(envelope)
+        # Recursion guard: a vix-initiated thread's own tool calls never fire hooks; but
+        # its writes into the home are the home guard's all the same.
+        if envelope.get("origin") == "vix":
+            hooks = tuple(hook for hook in hooks if hook.tier == "builtin")
         return (hooks, snapshot.settings) if hooks else None
 
     def hook(self, hook_id: str) -> tuple[Hook, Settings]:
         """The hook ``trigger`` fires, and its settings: HooksDisabledError when every hook
         is off, HookNotFoundError (saying where to look) when none is loaded by that id."""
         snapshot = self.snapshot
-        reason = snapshot.settings.disabled_reason
-        if reason:
-            raise HooksDisabledError(f"hooks are disabled: {reason}")
         hook = snapshot.hooks.get(hook_id)
+        reason = snapshot.settings.disabled_reason
+        if reason and (hook is None or hook.tier == "user"):
+            raise HooksDisabledError(f"hooks are disabled: {reason}")
         if hook is None:
             known = ", ".join(snapshot.hooks) or "none"
             raise HookNotFoundError(
@@ -94,7 +99,7 @@ class SnapshotPublisher:
         """Reload on every change from now on (one background thread)."""
         from hookbus.watch import HomeWatcher
 
-        self.watcher = HomeWatcher(self.home, self._on_change)
+        self.watcher = HomeWatcher(self.home, self._on_change, self.managed.root)
         self.watcher.start()
         if not self.watcher.wait_ready(WATCH_READY_SECONDS):
             logger.error("the hookbus watcher is not ready after %ss; changes may be late", WATCH_READY_SECONDS)
@@ -130,7 +135,7 @@ class SnapshotPublisher:
             load_logger.info("rescanning %s: %s", self.home.hooks_dir, change.rescan)
         self.apply(
             hook_ids=change.hook_ids,
-            settings=change.settings,
+            settings=change.settings or change.managed,
             rescan=bool(change.rescan or change.sweep) or change.config,
             force=change.config,
             sweep=change.only_sweep,
@@ -152,30 +157,36 @@ class SnapshotPublisher:
         nothing when it found nothing changed, so that a quiet home keeps its generation.
         """
         with self._reload_lock:
-            loader = self._loader
-            loader.verbose = load_logger.isEnabledFor(logging.INFO)
-            before = loader.outcome() if sweep else None
+            loader, managed = self._loader, self.managed.loader
+            loader.verbose = managed.verbose = load_logger.isEnabledFor(logging.INFO)
+            before = (loader.outcome(), managed.outcome()) if sweep else None
             events = []
             if settings or rescan or force:
-                events += loader.check_home()
+                events += managed.check_home() + loader.check_home()
             if settings:
-                events += loader.load_settings()
+                events += managed.load_settings() + loader.load_settings()
                 force = True
+            effective = in_effect(loader.settings, managed.settings if managed.home_problem is None else None)
+            loader.in_effect = effective
             if force:
-                loader.config_problems = self._check_config(loader.settings, loader.home_problem is not None)
+                loader.config_problems = self._check_config(effective, loader.home_problem is not None)
                 events += [LoadEvent("skipped", str(problem)) for problem in loader.config_problems]
             if rescan or force:
+                events += managed.scan(force=force)
+            if effective.managed_only:
+                events += loader.clear()
+            elif rescan or force:
                 events += loader.scan(force=force)
             else:
                 events += loader.reload(hook_ids)
             if sweep:
-                if loader.outcome() == before:
+                if (loader.outcome(), managed.outcome()) == before:
                     return
                 # Changes the watch missed (an inotify queue overflow, which watchfiles does
                 # not report), or is about to report: worth a line in the journal either way.
                 load_logger.info("the periodic sweep of %s found changes", self.home.hooks_dir)
-            snapshot = loader.snapshot(self.snapshot.generation + 1)
-            self._loaded(loader.load_errors())
+            snapshot, load_errors = self.managed.combine(loader, effective, self.snapshot.generation + 1)
+            self._loaded(load_errors)
             with self._published:
                 self.snapshot = snapshot
                 self._published.notify_all()

@@ -11,6 +11,10 @@ from hookbus.durations import format_duration
 
 #: sync: what the hook said (a failed one says allow and carries error); async: done | error.
 Status = Literal["allow", "deny", "modify", "context", "done", "error"]
+#: Whose hook fired: the user's (in the home), the organization's (the managed directory),
+#: or hookbus's own (the built-in home guard).
+Tier = Literal["user", "managed", "builtin"]
+TIERS: tuple[str, ...] = ("user", "managed", "builtin")
 CANCELLED_AT_SHUTDOWN = "cancelled at shutdown"
 #: A tool name longer than this is recorded cut, with ``…``: it comes from the model, and
 #: is repeated in every record of the emit (a real one is a few dozen characters).
@@ -57,6 +61,8 @@ class RunRecord:
     #: behavior that the enforcing hooks decided, to compare it with.
     shadow: bool = False
     enforced: str | None = None
+    #: Whose hook it is (``Tier``): written to the log only when it is not the user's.
+    tier: Tier = "user"
 
     @property
     def is_async(self) -> bool:
@@ -86,6 +92,8 @@ class RunRecord:
         if self.shadow:
             entry["shadow"] = True
             entry["enforced"] = self.enforced
+        if self.tier != "user":
+            entry["tier"] = self.tier
         return entry
 
     @property
@@ -137,9 +145,18 @@ class RunRecord:
                 tool_name=_text_or_none(entry.get("tool_name")),
                 shadow=entry.get("shadow") is True,
                 enforced=_text_or_none(entry.get("enforced")),
+                tier=_tier(entry.get("tier")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a run record: {exc}") from None
+
+
+def _tier(value: object) -> Tier:
+    if value is None:
+        return "user"
+    if value in TIERS:
+        return value  # type: ignore[return-value]
+    raise ValueError(f"tier {value!r} is none of {', '.join(TIERS)}")
 
 
 def _text_or_none(value: object) -> str | None:

@@ -140,9 +140,11 @@ class Snapshot:
         warnings: Iterable[str] = (),
     ) -> Snapshot:
         by_event: dict[str, list[Hook]] = defaultdict(list)
-        # The kill switch empties the index: a disabled engine costs an emit one lookup.
-        for hook in hooks.values() if settings.hooks_enabled else ():
-            if hook.spec.enabled:
+        # The kill switch takes the user's hooks out of the index (a disabled engine costs an
+        # emit one lookup); the managed tier has its own switch, and the home guard its key.
+        on = {"user": settings.hooks_enabled, "managed": settings.managed_hooks_feature, "builtin": True}
+        for hook in hooks.values():
+            if hook.spec.enabled and on[hook.tier]:
                 by_event[hook.event].append(hook)
         index = {
             event: EventIndex.build(EVENTS[event].matcher_field, group)

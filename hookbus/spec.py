@@ -17,6 +17,7 @@ from hookbus.claude_names import claude_matcher, tool_names
 from hookbus.matching import Matcher, compile_matcher, compile_regex, encode
 
 if TYPE_CHECKING:
+    from hookbus.records import Tier
     from hookbus.runners import ParseContext, Runner, RunnerTable
 
 Mode = Literal["sync", "async"]
@@ -144,6 +145,9 @@ class Hook:
     runner_plugin: str = ""
     #: What the runner's ``parse`` returned.
     options: Any = attrs.field(default=None, eq=False)
+    #: Whose hook this is: "user" (the home), "managed" (the organization's managed
+    #: directory) or "builtin" (hookbus's own home guard).
+    tier: Tier = "user"
 
     @property
     def id(self) -> str:

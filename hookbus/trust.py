@@ -29,23 +29,26 @@ MAX_CHECKED_DEPTH = 8
 STATE_FILES = ("state.json",)
 
 
-def path_refusal(path: Path) -> tuple[Path, str] | None:
+def path_refusal(path: Path, root_only: bool = False) -> tuple[Path, str] | None:
     """Why ``path`` (a directory, normally the home) is not safe to take orders from, as
     (the offending directory or link, why and how to fix it), or None: it and every
     directory on the way to it, symbolic links resolved one hop at a time, are owned by you
     or root and not writable by group or others (a sticky ancestor excepted), and every
-    link is owned by you or root. A path that does not exist holds nothing to obey: None."""
+    link is owned by you or root. A path that does not exist holds nothing to obey: None.
+    ``root_only`` (the managed directory): root, not you, must own each of them."""
     try:
         # Not os.path.abspath: it reads "lnk/.." as nothing at all, where the kernel
         # leaves the link's target; walk() follows links and ".." as the kernel does.
         absolute = path if path.is_absolute() else Path(os.getcwd(), path)
         for directory, info, is_target in walk(absolute):
-            refusal = owner_refusal(info)
+            refusal = owner_refusal(info, root_only)
             if refusal is None and not stat.S_ISLNK(info.st_mode):
                 refusal = loose_refusal(info)
                 if refusal is not None and not is_target and info.st_mode & stat.S_ISVTX:
                     refusal = None  # like /tmp: others cannot replace what is yours in it
             if refusal is not None:
+                if root_only:
+                    return directory, f"{refusal}, so someone other than root could change what runs for every user: {_fix(directory, info, root_only)}"
                 return directory, f"{refusal}, so another user could change what runs as you: {_fix(directory, info)}"
     except FileNotFoundError:
         return None
@@ -55,7 +58,10 @@ def path_refusal(path: Path) -> tuple[Path, str] | None:
     return None
 
 
-def _fix(path: Path, info: os.stat_result) -> str:
+def _fix(path: Path, info: os.stat_result, root_only: bool = False) -> str:
+    if root_only:
+        what = "chown root" if owner_refusal(info, root_only) is not None else "chmod go-w"
+        return f"run `{what} {path}` (or keep the managed directory elsewhere)"
     if owner_refusal(info) is not None:
         return f"run `chown {os.geteuid()} {path}` (or use a home elsewhere)"
     return f"run `chmod go-w {path}` (or use a home elsewhere)"
@@ -108,13 +114,15 @@ def entry_refusals(
     skip: tuple[str, ...] = (),
     relaxable: bool = True,
     names: list[str] | None = None,
+    root_only: bool = False,
 ) -> tuple[Findings, Findings]:
     """Check every entry under the open directory ``dir_fd`` (shown as ``shown``):
     ``(refusals, warnings)`` as (path, message). Subdirectories are checked too; a symbolic
     link is checked by where it leads. ``skip`` names entries of the top directory itself
     that are not checked (state.json, which hookbus writes and never runs). ``names``: the
-    top directory's listing, when the caller has just taken it."""
-    check = _EntryCheck(strict_modes, relaxable)
+    top directory's listing, when the caller has just taken it. ``root_only``: the managed
+    directory's entries, which root must own (and no link may leave)."""
+    check = _EntryCheck(strict_modes, relaxable, root_only)
     check.directory(dir_fd, shown, skip, 0, names)
     return check.refusals, check.warnings
 
@@ -122,9 +130,10 @@ def entry_refusals(
 class _EntryCheck:
     """One walk of a directory tree, with its budget of entries and what it found."""
 
-    def __init__(self, strict_modes: bool, relaxable: bool) -> None:
+    def __init__(self, strict_modes: bool, relaxable: bool, root_only: bool = False) -> None:
         self.strict_modes = strict_modes
         self.relaxable = relaxable
+        self.root_only = root_only
         self.refusals: Findings = []
         self.warnings: Findings = []
         self.budget = MAX_CHECKED_ENTRIES
@@ -152,11 +161,16 @@ class _EntryCheck:
         except FileNotFoundError:
             return  # removed while we looked
         if stat.S_ISLNK(info.st_mode):
+            if self.root_only:
+                # What a managed hook runs is kept in the managed directory itself, where
+                # only root can change it; a link would make that a question of elsewhere.
+                self.refusals.append((path, "is a symbolic link, and a managed directory holds its files in place: copy the file there"))
+                return
             refusal = owner_refusal(info) or _link_refusal(dir_fd, name, path.parent)
             if refusal:
                 self.refusals.append((path, refusal))
             return
-        refusal, warning = check_permissions(path, info, self.strict_modes, self.relaxable)
+        refusal, warning = check_permissions(path, info, self.strict_modes, self.relaxable, self.root_only)
         if refusal:
             self.refusals.append((path, refusal))
             return

@@ -26,6 +26,7 @@ import attrs
 
 from hookbus.files import config_signature, file_signature, is_ignored_name
 from hookbus.home import Home
+from hookbus.policy.managed import managed_signature
 from hookbus.trust import STATE_FILES
 from hookbus.trust import walk as trust_walk
 
@@ -49,14 +50,16 @@ class ChangeSet:
     #: The periodic sweep is due: every hook directory's stat is looked at again, and those
     #: that changed re-read (nothing is published when none did).
     sweep: bool = False
+    #: Something in the managed directory (or on the way to it) changed: it is re-read.
+    managed: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.hook_ids or self.settings or self.config or self.rescan or self.sweep)
+        return bool(self.hook_ids or self.settings or self.config or self.rescan or self.sweep or self.managed)
 
     @property
     def only_sweep(self) -> bool:
         """Whether the sweep is all there is: nothing the watch or the polls reported."""
-        return self.sweep and not (self.hook_ids or self.settings or self.config or self.rescan)
+        return self.sweep and not (self.hook_ids or self.settings or self.config or self.rescan or self.managed)
 
 
 def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
@@ -90,9 +93,12 @@ def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
 class HomeWatcher:
     """Runs in one daemon thread and calls ``deliver`` with each ChangeSet, in order."""
 
-    def __init__(self, home: Home, deliver: Callable[[ChangeSet], None]) -> None:
+    def __init__(self, home: Home, deliver: Callable[[ChangeSet], None], managed_root: str | None = None) -> None:
         self.home = home
         self.deliver = deliver
+        #: The managed directory, polled like settings.json: it changes when the
+        #: organization deploys, and it may not exist yet to be watched.
+        self.managed_root = managed_root
         self.restarts = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -166,7 +172,7 @@ class HomeWatcher:
         hooks_dir.mkdir(parents=True, exist_ok=True)
         identity = file_signature(hooks_dir)
         with RustNotify([str(hooks_dir)], False, False, 300, True, False) as notify:
-            settings, config = self._poll()
+            settings, config, _ = self._poll()
             self.deliver(ChangeSet(rescan=reason, settings=settings, config=config))
             self._ready.set()
             last_sweep = time.monotonic()
@@ -176,7 +182,7 @@ class HomeWatcher:
                     return
                 paths = [path for _, path in raw] if isinstance(raw, set) else []
                 hook_ids, whole = classify(self.home, paths)
-                settings, config = self._poll()
+                settings, config, managed = self._poll()
                 now = time.monotonic()
                 current = file_signature(hooks_dir)
                 replaced = current is None or identity is None or current[0] != identity[0]
@@ -187,7 +193,7 @@ class HomeWatcher:
                 elif now - last_sweep >= SWEEP_SECONDS:
                     sweep = True
                     last_sweep = now
-                change = ChangeSet(frozenset(hook_ids), settings, config, rescan, sweep)
+                change = ChangeSet(frozenset(hook_ids), settings, config, rescan, sweep, managed)
                 if change:
                     self.deliver(change)
                 if replaced:
@@ -207,12 +213,15 @@ class HomeWatcher:
             )
         except OSError as exc:
             chain = ("unreadable", exc.errno)
-        return {"settings": file_signature(home.settings_path), "home": chain, "config": config_signature(home)}
+        signatures = {"settings": file_signature(home.settings_path), "home": chain, "config": config_signature(home)}
+        if self.managed_root is not None:
+            signatures["managed"] = managed_signature(self.managed_root)
+        return signatures
 
-    def _poll(self) -> tuple[bool, bool]:
-        """Whether settings.json (or the home's path), or anything in config/, changed since
-        the last poll."""
+    def _poll(self) -> tuple[bool, bool, bool]:
+        """Whether settings.json (or the home's path), anything in config/, or anything of
+        the managed directory changed since the last poll."""
         current = self._poll_signatures()
         changed = {key for key in current if self._polled.get(key) != current[key]}
         self._polled = current
-        return bool(changed & {"settings", "home"}), "config" in changed
+        return bool(changed & {"settings", "home"}), "config" in changed, "managed" in changed

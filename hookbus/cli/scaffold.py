@@ -1,11 +1,13 @@
-"""``hookbus new``: a working hook to start from, in ``HOME/hooks/ID/``.
+"""``hookbus new``: a working hook to start from, in ``HOME/hooks/ID/`` (or, with ``--dir
+DIR``, in ``DIR/ID/``: a draft outside the home, for ``hookbus install DIR/ID`` once read).
 
 It writes a valid ``hook.json``; for a command hook, the script it runs (``check.sh``: it
 reads the envelope on stdin with sed, so jq is not needed, and shows how to deny, exit 2
 with the reason on stderr); and ``envelope.json``, a sample envelope of the event that the
 hook acts on, so that ``hookbus emit EVENT --input HOME/hooks/ID/envelope.json`` shows it
 at work at once. Then it loads the home as ``hookbus validate`` does and says whether the
-new hook is valid, with the commands to run next.
+new hook is valid, with the commands to run next. A draft in DIR is loaded the way ``hookbus
+install`` loads it: copied into a scratch home with the home's settings.
 
 What it writes obeys hookbus's trust rules (nothing writable by group or others):
 directories 0700, hook.json and envelope.json 0600, the script 0700. Each file is written
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     import argparse
 
     from hookbus.events import EventInfo
+    from hookbus.home import Home
     from hookbus.matching import Matcher
 
 KINDS = ("command", "workflow", "prompt")
@@ -106,15 +109,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     field = _event(event).matcher_field
     source, matcher = _matcher(event, field, args.matcher)
     home = Home.resolve(args.home)
-    hook_dir = home.hook_dir(hook_id)
+    # The hook's parents: the home and hooks/, or the staging directory of a draft.
+    parents = (home.root, home.hooks_dir) if args.dir is None else (Path(args.dir),)
+    hook_dir = parents[-1] / hook_id
     existed = _check_place(hook_dir, hook_id, args.force)
     sample, mismatch = _sample_value(field, matcher)
     files = _files(hook_id, event, args.kind, source, field, sample)
-    _make_directories(home.root, home.hooks_dir, hook_dir)
+    make_directories(*parents, hook_dir)
     fixture = _fixture(event, args.kind, mismatch, files)
     if fixture is not None:
         # Before hook.json: a watching bus loads the hook with its fixture there.
-        _make_directories(home.root, home.hooks_dir, hook_dir / FIXTURE_DIR)
+        make_directories(*parents, hook_dir, hook_dir / FIXTURE_DIR)
         _write(hook_dir / FIXTURE_DIR, fixture)
     for file in files:
         _write(hook_dir, file)
@@ -123,8 +128,11 @@ def cmd_new(args: argparse.Namespace) -> int:
     width = max(len(file.name) for file in listed)
     for file in sorted(listed, key=lambda file: file.name != "hook.json"):  # the spec first
         say(f"  {file.name.ljust(width)}  {file.about}")
-    valid, has_provider = _validate(args, hook_id)
-    _next_steps(args, hook_dir, hook_id, event, args.kind, _expected(event, args.kind, mismatch), valid)
+    valid, has_provider = _validate(args, hook_id) if args.dir is None else _validate_draft(home, hook_dir, hook_id)
+    if args.dir is None:
+        _next_steps(args, hook_dir, hook_id, event, args.kind, _expected(event, args.kind, mismatch), valid)
+    else:
+        _next_steps_of_a_draft(args, hook_dir, home.hook_dir(hook_id), event, args.kind, _expected(event, args.kind, mismatch))
     if mismatch:
         warn(
             f"hookbus new: the sample envelope's {field} {sample!r} does not match the matcher {source!r}: "
@@ -204,9 +212,10 @@ def _check_place(hook_dir: Path, hook_id: str, force: bool) -> bool:
     return True
 
 
-def _make_directories(root: Path, hooks_dir: Path, hook_dir: Path) -> None:
-    """The home, ``hooks/`` and the hook's directory, each made 0700 when it is missing."""
-    for directory in (root, hooks_dir, hook_dir):
+def make_directories(root: Path, *inside: Path) -> None:
+    """``root`` (the home, or a draft's staging directory), then each of ``inside`` in turn
+    (``hooks/``, the hook's directory), each made 0700 when it is missing."""
+    for directory in (root, *inside):
         try:
             if directory == root:
                 os.makedirs(directory, 0o700)  # its parents as the umask says
@@ -489,28 +498,47 @@ def _validate(args: argparse.Namespace, hook_id: str) -> tuple[bool, bool]:
     """Load the home as ``hookbus validate ID`` does, and say whether the new hook is valid:
     its problems, and those of the home that keep it from loading. Returns that, and
     whether settings.json names a prompt provider."""
-    from hookbus.cli.scripts import script_findings
+    from hookbus.cli.staged import hook_problems
 
     with open_bus(args, quiet=True, read_only=True) as bus:
-        snapshot = bus.snapshot
-        hook = snapshot.hooks.get(hook_id)
-        problems = [str(problem) for problem in snapshot.problems if problem.hook_id == hook_id]
-        if hook is None and not problems:
-            # Not loaded, and nothing said of it: what keeps the whole home from loading.
-            problems = [str(problem) for problem in snapshot.problems if problem.hook_id is None]
-        if hook is not None and not problems:
-            problems = script_findings(hook, bus.home.root, snapshot.settings.strict_modes)
-        warnings = [warning for warning in snapshot.warnings if warning.startswith((f"hooks/{hook_id}/", f"hooks/{hook_id} "))]
-        has_provider = bool(snapshot.settings.raw.get("prompt_provider"))
+        valid, problems, warnings = hook_problems(bus, hook_id)
+        has_provider = bool(bus.snapshot.settings.raw.get("prompt_provider"))
     for warning in warnings:
         say(f"warning: {warning}")
-    if hook is not None and not problems:
+    if valid:
         say(f"ok  hooks/{hook_id}: valid (hookbus validate {shlex.quote(hook_id)} says the same)")
         return True, has_provider
-    for problem in problems or [f"hooks/{hook_id}: it did not load"]:
+    for problem in problems:
         say(problem)
     say(f"hook {hook_id!r} is not valid yet: fix what is said above, then validate it again (below)")
     return False, has_provider
+
+
+def _validate_draft(home: Home, hook_dir: Path, hook_id: str) -> tuple[bool, bool]:
+    """``_validate`` of a draft outside the home, loaded as ``hookbus install`` loads it: a
+    copy in a scratch home with the home's settings.json and config/. The scratch home is
+    in the system's temporary directory: whoever drafts may not write into the home."""
+    from hookbus.cli.staged import Refusal, Review, copy_hook, review, scratch_home, shown_as
+
+    with scratch_home(home, None, "hookbus-new-") as root:
+        try:
+            copy_hook(hook_dir, root / "hooks" / hook_id)
+        except Refusal as exc:
+            verdict = Review(False, (f"{exc} (hookbus install refuses it until then)",), (), False)
+        except OSError as exc:
+            raise UsageError(f"cannot check {hook_dir}: copying it to {root} failed: {exc.strerror or exc}") from None
+        else:
+            verdict = review(root, hook_id, run_tests=False)
+        lines = [shown_as(line, root, hook_id, hook_dir, home) for line in (*verdict.warnings, *verdict.problems)]
+    for line in lines[: len(verdict.warnings)]:
+        say(f"warning: {line}")
+    if verdict.valid:
+        say(f"ok  {hook_dir}: valid as a hook of {home.root} (hookbus install checks it again)")
+        return True, verdict.has_provider
+    for line in lines[len(verdict.warnings):]:
+        say(line)
+    say(f"hook {hook_id!r} is not valid yet: fix what is said above; hookbus install refuses it until then")
+    return False, verdict.has_provider
 
 
 def _expected(event: str, kind: str, mismatch: bool) -> str:
@@ -547,6 +575,23 @@ def _next_steps(
         say(f"  {text}")
     edit = hook_dir / (SCRIPT_NAME if kind == "command" else "hook.json")
     say(f"then edit {edit} to do what you need (hookbus validate checks it again).")
+
+
+def _next_steps_of_a_draft(
+    args: argparse.Namespace, hook_dir: Path, installed: Path, event: str, kind: str, outcome: str
+) -> None:
+    """A draft is read before it goes in: once installed it runs at every event it matches,
+    outside any agent's sandbox."""
+    home = ["--home", str(args.home)] if args.home else []
+    edit = hook_dir / (SCRIPT_NAME if kind == "command" else "hook.json")
+    say()
+    say(f"next: edit {edit} to do what you need.")
+    say(f"review every file of {hook_dir}: once installed, it runs at each {event} it matches, as you, outside any sandbox.")
+    say("then:")
+    say(f"  # check it as the home loads it, run its fixtures, and copy it into {installed.parent}")
+    say(f"  {shlex.join(['hookbus', 'install', str(hook_dir), *home])}")
+    say(f"  # then try it; {outcome}")
+    say(f"  {shlex.join(['hookbus', 'emit', event, '--input', str(installed / ENVELOPE_NAME), *home])}")
 
 
 def _say_about_the_provider(settings_path: Path) -> None:

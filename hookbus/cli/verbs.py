@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.cli.logfilter import LogFilter
     from hookbus.records import RunRecord
+    from hookbus.spec import Hook
 
 #: How many of the latest records each poll of `log --follow` looks at, on other backends.
 FOLLOW_WINDOW = 500
@@ -195,15 +196,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
         scripts = {
             hook_id: script_findings(hook, bus.home.root, snapshot.settings.strict_modes)
-            + fixture_problems(bus.home.root, hook_id)
+            + (fixture_problems(bus.home.root, hook_id) if hook.tier == "user" else [])
             for hook_id, hook in snapshot.hooks.items()
-            if (not wanted or hook_id in wanted) and hook_id not in broken
+            if (not wanted or hook_id in wanted) and hook_id not in broken and hook.tier != "builtin"
         }
         for finding in (line for found in scripts.values() for line in found):
             lines.append(finding)
             findings.append(finding)
         valid = [hook_id for hook_id, found in scripts.items() if not found]
-        lines += [f"ok  hooks/{hook_id}" for hook_id in valid]
+        lines += [f"ok  {_shown_hook(snapshot.hooks[hook_id])}" for hook_id in valid]
         if not wanted:
             if not snapshot.hooks and not problems and not findings:
                 lines.append(f"no hooks in {bus.home.hooks_dir}: nothing to validate")
@@ -228,6 +229,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for line in lines:
             say(line)
     return 0 if ok else 1
+
+
+def _shown_hook(hook: Hook) -> str:
+    """A hook as validate names it: ``hooks/ID`` in the home; a managed one by its path."""
+    return f"hooks/{hook.id}" if hook.tier == "user" else f"{hook.directory} (managed)"
 
 
 def _about_hook(line: str, hook_id: str) -> bool:
@@ -573,6 +579,12 @@ def _add_test(parser: argparse.ArgumentParser) -> None:
     add_parser(parser)
 
 
+def _add_install(parser: argparse.ArgumentParser) -> None:
+    from hookbus.cli.installverb import add_parser
+
+    add_parser(parser)
+
+
 def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help=_SOCKET_HELP)
     parser.add_argument(
@@ -625,6 +637,10 @@ def _add_new(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--kind", choices=KINDS, default="command", help="the hook's action (default: command, a script)")
     parser.add_argument("--force", action="store_true", help="overwrite the hook's hook.json, script and envelope.json if it exists")
+    parser.add_argument(
+        "--dir", metavar="DIR",
+        help="make it in DIR/ID instead of HOME/hooks/ID: a draft outside the home, to review and then `hookbus install DIR/ID`",
+    )
     parser.set_defaults(func=cmd_new)
 
 
@@ -706,8 +722,20 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "`hookbus emit EVENT --input HOME/hooks/ID/envelope.json`. Then it validates the hook "
         "and prints the commands to try it. An existing ID is refused unless --force. Exit 0 "
         "when the hook is valid; 1 on a usage error, or when it was made but does not load "
-        "(the home is writable by others, say: it says what to fix).",
+        "(the home is writable by others, say: it says what to fix). With --dir DIR it makes DIR/ID "
+        "instead, a draft outside the home (where an agent may write) to review and then `hookbus install`.",
         _add_new,
+    ),
+    "install": (
+        "copy a hook drafted outside the home (hookbus new --dir) into HOME/hooks, once it is valid",
+        "Copy the hook directory PATH into HOME/hooks/ID (ID: PATH's name, or --id). Refused, with "
+        "nothing written, when a file of PATH is a symbolic link, a FIFO or a device, owned by another "
+        "user or writable by group or others; when PATH holds more than 1,000 files or 16 MiB, or is "
+        "in the home's hooks directory; when hooks/ID exists (unless --force). The copy is loaded as "
+        "the home would load it and refused when it is not valid, or when one of its fixtures "
+        "(tests/*.json) fails (unless --skip-tests); then it is renamed into place, so a watching bus "
+        "sees all of it or none. Exit 0 when it is installed, 1 when it was refused.",
+        _add_install,
     ),
     "list": ("show hooks, their state and last fire", None, _add_list),
     "replay": (

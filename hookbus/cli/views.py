@@ -37,7 +37,8 @@ def hook_rows(
     kept_elsewhere: Mapping[str, bool],
 ) -> list[dict[str, Any]]:
     """``hookbus list``'s data, one object per hook of the home, broken ones included, as
-    JSON (what ``hookbus serve`` answers its ``status`` method with): ``id``, ``event``,
+    JSON (what ``hookbus serve`` answers its ``status`` method with): ``id``, ``tier``
+    (``user``, ``managed``, or ``builtin`` for the home guard), ``event``,
     ``matcher``, ``mode``, ``action``, ``state``, ``last_fire`` (``{"status", "at",
     "error"}`` or null) and ``error``. ``kept_elsewhere``: broken hooks whose last good
     version a running bus keeps, as their state.json says."""
@@ -52,7 +53,7 @@ def hook_rows(
             error = kept_here[hook.id].message
         last = last_runs.get(hook.id)
         rows.append({
-            "id": hook.id, "event": spec.trigger.event, "matcher": spec.trigger.matcher or "*",
+            "id": hook.id, "tier": hook.tier, "event": spec.trigger.event, "matcher": spec.trigger.matcher or "*",
             "mode": spec.mode + (" blocking" if spec.blocking else "") + (" shadow" if spec.shadow else ""), "action": spec.action_key, "state": state,
             "last_fire": None if last is None else {"status": last.status, "at": last.at, "error": last.error},
             "error": error,
@@ -61,11 +62,15 @@ def hook_rows(
         hook_id = problem.hook_id or problem.path
         state = "broken (last good version)" if kept_elsewhere.get(hook_id) else "broken (not loaded)"
         rows.append({
-            "id": hook_id, "event": None, "matcher": None, "mode": None, "action": None, "state": state,
+            "id": hook_id, "tier": problem.tier, "event": None, "matcher": None, "mode": None, "action": None, "state": state,
             "last_fire": None, "error": problem.message,
         })
-    rows.sort(key=lambda row: str(row["id"]))
+    rows.sort(key=lambda row: (_TIER_ORDER.get(str(row["tier"]), 0), str(row["id"])))
     return rows
+
+
+#: ``hookbus list`` shows what the user cannot change first: the home guard, managed hooks.
+_TIER_ORDER = {"builtin": 0, "managed": 1, "user": 2}
 
 
 def hook_lines(rows: list[dict[str, Any]], style: Style) -> list[str]:
@@ -75,13 +80,13 @@ def hook_lines(rows: list[dict[str, Any]], style: Style) -> list[str]:
         last = row.get("last_fire")
         broken = row.get("event") is None
         cells.append((
-            str(row["id"]), str(row.get("event") or "?"), str(row.get("matcher") or "?"), str(row.get("mode") or "?"),
+            str(row["id"]), str(row.get("tier") or "user"), str(row.get("event") or "?"), str(row.get("matcher") or "?"), str(row.get("mode") or "?"),
             str(row.get("action") or "?"), str(row.get("state")),
             "-" if broken else (f"{last['status']} {last['at']}" if last else "never"),
             str(row.get("error") or (last.get("error") or "" if last else "")),
         ))
-    headers = ("ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR")
-    return table(cells, headers, style, widths=(None, None, 30, None, None, None, None, ERROR_WIDTH), keep=(0,))
+    headers = ("ID", "TIER", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR")
+    return table(cells, headers, style, widths=(None, None, None, 30, None, None, None, None, ERROR_WIDTH), keep=(0,))
 
 
 def _broken(snapshot: Snapshot) -> list[Problem]:
@@ -145,8 +150,9 @@ def _log_values(record: RunRecord) -> tuple[str, ...]:
     # The tool beside the event, as one word: which call a hook decided on, and a line
     # still splits into the same columns with or without one.
     event = f"{record.event}({record.tool_name})" if record.tool_name else record.event
+    hook = record.hook_id if record.tier == "user" else f"{record.hook_id} [{record.tier}]"
     return (
-        record.at, event, record.hook_id, "manual" if record.manual else "shadow" if record.shadow else record.mode,
+        record.at, event, hook, "manual" if record.manual else "shadow" if record.shadow else record.mode,
         record.status, format_duration(record.duration), said(record), record.error or "",
     )
 
@@ -209,7 +215,7 @@ def _verdict_row(verdict: Mapping[str, Any], dry_run: bool) -> tuple[str, ...]:
     result = verdict.get("result")
     if not isinstance(result, Mapping):
         said_text = "(would run)" if dry_run and runs else ("(submitted)" if status == "async" and not dry_run else "")
-        return str(verdict.get("id")), status, why, said_text, load_error
+        return _verdict_id(verdict), status, why, said_text, load_error
     decision = result.get("decision") or {}
     text = str(decision.get("behavior"))
     said_now = decision.get("reason") or decision.get("context") or ""
@@ -221,7 +227,12 @@ def _verdict_row(verdict: Mapping[str, Any], dry_run: bool) -> tuple[str, ...]:
     text += f" ({duration:.0f} ms)" if isinstance(duration, (int, float)) else ""
     if result.get("note"):
         text += f" [{result['note']}]"
-    return str(verdict.get("id")), status, why, text, str(result.get("error") or "")
+    return _verdict_id(verdict), status, why, text, str(result.get("error") or "")
+
+
+def _verdict_id(verdict: Mapping[str, Any]) -> str:
+    tier = verdict.get("tier") or "user"
+    return str(verdict.get("id")) if tier == "user" else f"{verdict.get('id')} [{tier}]"
 
 
 #: ``plugin_rows``'s status, and what ``hookbus plugins`` shows for it.

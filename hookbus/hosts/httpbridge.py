@@ -25,7 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hookbus import claude_names
-from hookbus.hosts.lastresort import fail_closed_hooks
+from hookbus.hosts.lastresort import GUARD_EVENT, fail_closed_hooks, home_guard_on
+from hookbus.policy.managed import managed_root
 from hookbus.hosts.settingsfile import ImportFailed
 
 #: The route every http hook posts to.
@@ -92,6 +93,15 @@ def command_events(home: str, events: tuple[str, ...]) -> dict[str, str]:
         if vix_event is None:
             continue
         hooks = fail_closed_hooks(home, vix_event)
+        managed = fail_closed_hooks(managed_root()[0], vix_event)
+        if hooks is not None:
+            hooks = None if managed is None else hooks + [f"managed:{hook}" for hook in managed]
+        if vix_event == GUARD_EVENT and home_guard_on(home):
+            kept[event] = (
+                'hookbus\'s home guard ("protect_home") is fail-closed there, and an http hook Claude Code cannot '
+                'deliver lets the tool run; "protect_home": false in settings.json lets the http hook take it'
+            )
+            continue
         readers = hooks_mentioning(home, vix_event, PROJECT_DIR_VARIABLE)
         if readers:
             listed = ", ".join(repr(hook) for hook in readers[:3]) + (", ..." if len(readers) > 3 else "")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 
+from hookbus.policy.managed import managed_root
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 _MAX_SPEC_BYTES = 256 * 1024
 #: The events a hook's deny can take effect on, and so the only ones a fail-closed hook has.
 BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit", "PermissionRequest")
+#: The event of the home guard (hookbus.policy.guardhook), a fail-closed hook of its own.
+GUARD_EVENT = "PreToolUse"
 
 
 def fail_closed_hooks(home: str, event: str | None) -> list[str] | None:
@@ -82,11 +86,42 @@ def _fails_closed(directory: str, event: str | None) -> bool:
     return False
 
 
+def guard_event(event: str | None) -> bool:
+    """Whether the home guard could fire on ``event`` (None: an event not known)."""
+    return event is None or event == GUARD_EVENT
+
+
+def home_guard_on(home: str) -> bool:
+    """Whether the home guard is on, from the settings files alone: the managed
+    settings.json's ``protect_home`` wins, then the user's; on when neither says, or when a
+    file that exists cannot be read (it cannot be ruled out)."""
+    for path in (os.path.join(managed_root()[0], "settings.json"), os.path.join(home, "settings.json")):
+        try:
+            with open(path, "rb") as file:
+                data = file.read(_MAX_SPEC_BYTES + 1)
+            settings: Any = json.loads(data)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            return True
+        if isinstance(settings, dict) and "protect_home" in settings:
+            return settings["protect_home"] is not False
+    return True
+
+
 def last_resort(home: str, event: str | None, why: str) -> tuple[bool, str]:
-    """Whether to deny, and the reason to give, when hookbus could not decide (``why``)."""
+    """Whether to deny, and the reason to give, when hookbus could not decide (``why``): the
+    home's and the managed directory's fail-closed hooks, and the home guard, deny."""
+    if guard_event(event) and home_guard_on(home):
+        return True, (
+            f"hookbus could not decide ({why}), so its home guard could not check whether the call writes "
+            'into the hookbus home; denied to be safe ("protect_home": false in settings.json turns the guard off)'
+        )
     hooks = fail_closed_hooks(home, event)
-    if hooks is None:
+    managed = fail_closed_hooks(managed_root()[0], event)
+    if hooks is None or managed is None:
         return True, f"hookbus could not decide ({why}), nor read {home}/hooks to rule out a fail-closed hook; denied to be safe"
+    hooks += [f"managed:{hook}" for hook in managed]
     if hooks:
         listed = ", ".join(repr(hook) for hook in hooks[:5]) + (", ..." if len(hooks) > 5 else "")
         return True, f"hookbus could not decide ({why}); fail-closed hook(s) {listed} deny for a failure"

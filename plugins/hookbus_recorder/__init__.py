@@ -97,6 +97,8 @@ def _first_day_of_recent_runs(bus: HookBus, hook_id: str, limit: int) -> str | N
     log files before it need not be read (``hookbus list`` asks this of every hook)."""
     runs = read_state(bus.home.hook_dir(hook_id)).get("recent_runs")
     if not isinstance(runs, list) or not runs:
+        runs = read_state(bus.home.managed_state_dir / hook_id).get("recent_runs")  # a managed hook's
+    if not isinstance(runs, list) or not runs:
         return None
     at = runs[-limit:][0].get("at") if isinstance(runs[-limit:][0], dict) else None
     return at[:10] if isinstance(at, str) and len(at) >= 10 else None

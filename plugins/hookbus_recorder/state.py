@@ -14,12 +14,15 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from hookbus.errors import SpecError
 from hookbus.files import read_regular
 from hookbus.jsontext import strict_json
 from hookbus.records import RunRecord
+
+if TYPE_CHECKING:
+    from hookbus.home import Home
 
 STATE_NAME = "state.json"
 RECENT_RUNS = 10
@@ -314,3 +317,24 @@ def _is_real_directory(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def make_state_directory(home: Home, directory: Path) -> None:
+    """Make ``directory`` (``HOME/managed/<id>``, a managed hook's state directory) and its
+    parent, private, when missing; a link in place of either is never followed (the open
+    with O_NOFOLLOW refuses it, and the state write after it too)."""
+    if _is_real_directory(directory):
+        return
+    root_fd = os.open(home.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        parent = directory.parent.name
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o700, dir_fd=root_fd)
+        parent_fd = os.open(parent, _DIR_FLAGS, dir_fd=root_fd)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory.name, 0o700, dir_fd=parent_fd)
+        finally:
+            os.close(parent_fd)
+    finally:
+        os.close(root_fd)

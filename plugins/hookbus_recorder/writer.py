@@ -41,7 +41,7 @@ from hookbus.recording import BackgroundWriter, approximate_bytes
 from hookbus.reporting import ReportOnce
 
 from hookbus_recorder.logfile import LogAppender
-from hookbus_recorder.state import append_runs, set_load_error
+from hookbus_recorder.state import append_runs, make_state_directory, set_load_error
 
 
 @attrs.frozen
@@ -131,6 +131,8 @@ class RecordWriter:
             else:
                 if self._report.any_failing:  # the common case builds no message key
                     self._report.succeeded(_log_key(home))
+            if record.tier == "builtin":
+                return  # the home guard keeps no state.json: the log has its denies
             record = _for_state(record)
         # A state update the queue cannot take is reported by the BackgroundWriter; the
         # record itself is in the log, so it is not counted as lost.
@@ -146,8 +148,20 @@ class RecordWriter:
                 runs = {}
                 self._set_load_errors(home, item)
             else:
-                runs.setdefault(home.hook_dir(item.hook_id), []).append(item)
+                directory = home.state_dir(item.hook_id, item.tier)
+                if directory is not None and (item.tier == "user" or self._made(home, directory)):
+                    runs.setdefault(directory, []).append(item)
         self._append_runs(runs)
+
+    def _made(self, home: Home, directory: Path) -> bool:
+        """Make a managed hook's state directory in the home when it is missing: the
+        managed directory itself is root's, and read-only to the user."""
+        try:
+            make_state_directory(home, directory)
+        except OSError as exc:
+            self._report.failed(f"writing {directory}", f"hookbus recorder: cannot make {directory} for a managed hook's state.json: {exc}")
+            return False
+        return True
 
     def _append_runs(self, runs: Mapping[Path, list[RunRecord]]) -> None:
         held: list[tuple[Path, list[RunRecord]]] = []
