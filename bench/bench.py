@@ -57,7 +57,15 @@ def per_call(function: Callable[[], Any], calls: int) -> float:
     return (time.perf_counter() - started) / calls
 
 
-def write_hooks(root: Path, specs: dict[str, dict[str, Any]]) -> None:
+#: The figures measure hookbus's machinery on the hooks they load, so their homes turn the
+#: built-in home guard off (it would run on their write_file and bash calls); the home-guard
+#: figure measures what it costs.
+GUARD_OFF = {"protect_home": False}
+
+
+def write_hooks(root: Path, specs: dict[str, dict[str, Any]], settings: dict[str, Any] = GUARD_OFF) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "settings.json").write_text(json.dumps(settings))
     for hook_id, spec in specs.items():
         directory = root / "hooks" / hook_id
         directory.mkdir(parents=True, exist_ok=True)
@@ -362,8 +370,40 @@ def replay(work: Path) -> None:
     )
 
 
+def home_guard(work: Path) -> None:
+    """What the built-in home guard (on by default) costs a guarded tool call that no hook
+    matches: emits of write_file and bash calls that stay out of the home, vs the cheapest
+    hook a user could write to do the same (one `bash -c 'exit 0'` spawned per call)."""
+    root = work / "home-guard"
+    write_hooks(root, {}, settings={})
+    calls = [
+        {"tool_name": "write_file", "tool_input": {"path": "src/app.py", "content": "x" * 200}, "cwd": "/tmp"},
+        {"tool_name": "bash", "tool_input": {"command": "git status && ls -la src/ && cat /etc/hostname"}, "cwd": "/tmp"},
+    ]
+    payload = json.dumps({**calls[1], "hook_event_name": "PreToolUse"}).encode()
+
+    def spawn() -> None:
+        subprocess.run(["bash", "-c", "exit 0"], input=payload, capture_output=True)
+
+    ratios, ours, theirs = [], [], []
+    with HookBus(root) as bus:
+        assert bus.emit("PreToolUse", calls[0]).behavior == "allow"
+        emit = lambda: [bus.emit("PreToolUse", call) for call in calls]  # noqa: E731
+        for _ in range(ROUNDS):
+            a, b = per_call(emit, 2_000) / len(calls), per_call(spawn, 50)
+            ours.append(a)
+            theirs.append(b)
+            ratios.append(a / b)
+    report(
+        "home guard", statistics.median(ratios), 0.05, "x",
+        f"a guarded write_file or bash call {statistics.median(ours) * 1e6:.1f} us vs spawning "
+        f"`bash -c 'exit 0'` {statistics.median(theirs) * 1e6:.0f} us (the cheapest hook that could check it)",
+    )
+
+
 FIGURES: dict[str, Callable[[Path], None]] = {
     "no-match": no_match,
+    "home-guard": home_guard,
     "one-sync": one_sync_hook,
     "parallel": parallel_hooks,
     "hot-reload": hot_reload,

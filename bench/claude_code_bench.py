@@ -176,7 +176,10 @@ class HookbusServer:
 
 
 def write_hookbus_home(home: Path) -> None:
-    """One trivial sync command hook per event."""
+    """One trivial sync command hook per event. The built-in home guard is off: it would keep
+    PreToolUse on the command bridge, and what is compared is each transport's cost."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"protect_home": False}) + "\n")
     for event in EVENTS:
         vix = VIX_EVENTS[event]
         hook_id = f"trivial-{vix.lower()}"

@@ -85,6 +85,9 @@ HEAVY = ("pluggy", "attrs", "cattrs", "watchfiles", "yaml", "re2")
 
 
 def write_hooks(root: Path, specs: dict[str, dict[str, Any]]) -> None:
+    # The machinery is measured: the built-in home guard (bench.py's home-guard figure) is off.
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "settings.json").write_text(json.dumps({"protect_home": False}))
     for hook_id, spec in specs.items():
         directory = root / "hooks" / hook_id
         directory.mkdir(parents=True, exist_ok=True)

@@ -663,7 +663,7 @@ def test_kill_switch_is_shown_by_list_and_refused_by_trigger(
     triggered = run_cli(tmp_path, "trigger", "side", home=home, env=env)
 
     assert listed.returncode == 0
-    assert listed.stdout.endswith(f"\nall hooks are off: {reason}\n")
+    assert listed.stdout.endswith(f"\nyour hooks are off (managed hooks and the home guard still run): {reason}\n")
     assert triggered.returncode == 1
     assert triggered.stdout == ""
     assert triggered.stderr == f"hookbus trigger: hooks are disabled: {reason}\n"

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.timeout(120)
 #: The table's figure -> the name bench.py reports it under.
 FIGURES = {
     "no-match emit": "no-match emit",
+    "home guard": "home guard",
     "one sync hook": "one sync hook",
     "parallel hooks": "parallel hooks",
     "hot reload": "hot reload",

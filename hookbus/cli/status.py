@@ -162,7 +162,7 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
     for name, value in rows:
         say(f"  {name.ljust(10)}  {value}")
     if status.get("disabled"):
-        say(f"  all hooks are off: {status.get('disabled')}")
+        say(f"  your hooks are off (managed hooks and the home guard still run): {status.get('disabled')}")
     over_http = http.get("fail_closed_over_http") if isinstance(http, Mapping) else None
     if over_http:
         say(

@@ -155,7 +155,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     print()
     say(source)
     if disabled:
-        say(f"all hooks are off: {disabled}")
+        say(f"your hooks are off (managed hooks and the home guard still run): {disabled}")
     if problems:
         print()
         say(f"{plural(len(problems), 'problem')} (skipped files, or a broken file whose last good version runs):")

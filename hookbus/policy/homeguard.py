@@ -33,7 +33,7 @@ refused when:
    ``/root/.vix-other``, ``/root/.vix.bak``, ``/x/root/.vix`` are not (though 3 catches
    the last);
 2. it names one of a place's variables (``$VIX_HOME``, ``${VIX_HOME:-x}``; not
-   ``$VIX_HOMEX``);
+   ``$VIX_HOME`` followed by a word character);
 3. it names a place's last component as a path component, when that starts with a dot and
    is at least 3 characters long (``cd ~ && cd .vix``, ``> .vix/hooks/a/hook.json``; not
    ``.vixrc`` nor ``.vix-other``). It also refuses another directory of that name

@@ -10,11 +10,12 @@ JSONL log) and add spans::
 
 Each fire becomes one span, named ``hookbus <event> <hook_id>``, that starts at the
 record's ``at`` and lasts its ``duration``, with attributes in OpenTelemetry's naming style
-(lowercase, dot-namespaced; ``span_attributes``): ``hookbus.hook.id``, ``hookbus.hook.mode``, ``hookbus.event``,
-``hookbus.status``, ``hookbus.decision.behavior``, ``hookbus.duration_ms``, ``hookbus.manual``,
-and ``hookbus.decision.note``, ``hookbus.thread.id`` and ``error.type`` when they apply. Its
-status is ERROR (with the error as description) when the fire failed, OK otherwise: a deny is
-a decision, not an error.
+(lowercase, dot-namespaced; ``span_attributes``): ``hookbus.hook.id``, ``hookbus.hook.mode``,
+``hookbus.hook.tier``, ``hookbus.event``, ``hookbus.status``, ``hookbus.decision.behavior``,
+``hookbus.duration_ms``, ``hookbus.manual``, and ``hookbus.decision.note``,
+``hookbus.thread.id`` and ``error.type`` when they apply. Its status is ERROR (with the
+error as description) when the fire failed, OK otherwise: a deny is a decision, not an
+error.
 
 Where spans go, first that applies: the provider given to
 ``set_tracer_provider_for_hookbus`` (tests); the global tracer provider, once the daemon (or
@@ -216,10 +217,13 @@ def span_attributes(record: RunRecord) -> dict[str, str | bool | float]:
     Named as OpenTelemetry's naming rules ask (lowercase, namespaced under ``hookbus.``);
     ``error.type`` is the general conventions' own. The OS thread is semconv's
     ``thread.id``, so the conversation thread a prompt or workflow ran in is
-    ``hookbus.thread.id``."""
+    ``hookbus.thread.id``. The tier is the hook's, like its id and mode, so it is
+    ``hookbus.hook.tier``; it is always set, "user" included, so that a query for the
+    user's own hooks needs no "attribute absent" clause."""
     attributes: dict[str, str | bool | float] = {
         "hookbus.hook.id": record.hook_id,
         "hookbus.hook.mode": record.mode,
+        "hookbus.hook.tier": record.tier,
         "hookbus.event": record.event,
         "hookbus.status": record.status,
         "hookbus.duration_ms": round(record.duration * 1000, 3),

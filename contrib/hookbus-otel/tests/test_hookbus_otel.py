@@ -36,7 +36,8 @@ from hookbus import HookBus, HookBusError, HookCall, Outcome, RunnerRegistration
 from hookbus.merge import NOT_BLOCKING_NOTE
 from hookbus.runners import ParseContext
 from hookbus.prompts import PromptRequest, PromptResult
-from hookbus.records import RunRecord
+from hookbus.policy.guardhook import GUARD_ID
+from hookbus.records import TIERS, RunRecord
 from hookbus.testing import CaptureRecorder, Fired, TestHome
 
 BOTH = {"recorder": ["recorder", "otel"]}
@@ -85,6 +86,7 @@ def expected_attributes(record: RunRecord) -> dict[str, Any]:
     expected: dict[str, Any] = {
         "hookbus.hook.id": record.hook_id,
         "hookbus.hook.mode": record.mode,
+        "hookbus.hook.tier": record.tier,
         "hookbus.event": record.event,
         "hookbus.status": record.status,
         "hookbus.duration_ms": round(record.duration * 1000, 3),
@@ -191,6 +193,7 @@ def test_each_sync_hook_fire_is_one_span(
     assert all("error.type" not in a for h, a in attributes.items() if h != "d-fails")
     assert all("hookbus.thread.id" not in a for a in attributes.values())
     assert all(a["hookbus.manual"] is False and a["hookbus.hook.mode"] == "sync" for a in attributes.values())
+    assert {a["hookbus.hook.tier"] for a in attributes.values()} == {"user"}  # set for the user's too
     # The old names are gone, not sent twice.
     assert not [k for a in attributes.values() for k in a if k in OLD_NAMES]
 
@@ -679,3 +682,62 @@ def test_recording_from_many_threads_gives_one_span_each(
     for thread in threads:
         thread.join(10)
     assert sorted(spans_by_hook(exporter)) == sorted(f"h{i}" for i in range(16))
+
+
+# -- tiers -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_every_span_says_its_hooks_tier(tier: str) -> None:
+    record = RunRecord(
+        at="2026-11-29T18:14:06.123Z", hook_id="h", event="PreToolUse", mode="sync",
+        status="deny", duration=0.01, tier=tier,  # type: ignore[arg-type]
+    )
+    attributes = hookbus_otel.span_attributes(record)
+    assert attributes["hookbus.hook.tier"] == tier
+    assert attributes == expected_attributes(record)
+
+
+@pytest.mark.timeout(60)
+def test_the_home_guards_deny_is_a_builtin_span(
+    exporter: InMemorySpanExporter, hookbus_home: TestHome, hookbus_fire: Any
+) -> None:
+    hookbus_home.write_settings(BOTH)
+    hookbus_home.write_hook("mine", mode="sync", matcher="write_file", command="true")
+    planted = str(hookbus_home.root / "hooks" / "planted" / "hook.json")
+    began = time.time_ns()
+    fired: Fired = hookbus_fire("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": planted}, "cwd": "/"})
+    ended = time.time_ns()
+    assert fired.decision.behavior == "deny"
+    spans = spans_by_hook(exporter)
+    assert sorted(spans) == sorted([GUARD_ID, "mine"])
+    for record in fired.records:
+        check_span(spans[record.hook_id], record, (began, ended))
+    assert (spans[GUARD_ID].attributes or {})["hookbus.hook.tier"] == "builtin"
+    assert (spans["mine"].attributes or {})["hookbus.hook.tier"] == "user"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(os.geteuid() != 0, reason="a managed directory must be root's: this test makes one")
+def test_a_managed_hooks_fire_is_a_managed_span(
+    exporter: InMemorySpanExporter, hookbus_home: TestHome, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    managed = tmp_path / "managed"
+    hook = managed / "hooks" / "org-guard" / "hook.json"
+    hook.parent.mkdir(parents=True)
+    for directory in (managed, managed / "hooks", hook.parent):
+        directory.chmod(0o755)  # the managed tier refuses what others can write
+    hook.write_text(json.dumps({"trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync",
+                                "blocking": True, "command": "echo 'managed says no' >&2; exit 2"}))
+    hook.chmod(0o644)
+    monkeypatch.setenv("HOOKBUS_MANAGED_DIR", str(managed))
+    hookbus_home.write_settings(BOTH)
+    hookbus_home.write_hook("mine", mode="sync", matcher="bash", command="true")
+    capture = CaptureRecorder()
+    with HookBus(hookbus_home.root, plugins=[capture]) as bus:
+        assert bus.snapshot.hooks["org-guard"].tier == "managed", bus.problems
+        assert bus.emit("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "ls"}, "cwd": "/"}).behavior == "deny"
+        records = {r.hook_id: r for r in capture.wait_for(2)}
+    spans = spans_by_hook(exporter)
+    assert {h: (s.attributes or {})["hookbus.hook.tier"] for h, s in spans.items()} == {"org-guard": "managed", "mine": "user"}
+    assert {h: r.tier for h, r in records.items()} == {"org-guard": "managed", "mine": "user"}

@@ -186,7 +186,9 @@ def run(args: Sequence[str], home: TestHome, env: dict[str, str], stdin: str = "
         text=True,
         timeout=60,
         env={**clean, **env},
-        cwd=home.root,
+        # Beside the home, not in it: ENVELOPE's relative ".env" would land in the home
+        # there, which hookbus's built-in home guard denies (a fire of its own to export).
+        cwd=home.root.parent,
     )
 
 
@@ -249,6 +251,7 @@ def test_each_fire_reaches_an_otlp_collector_configured_by_the_environment(
         assert attributes["hookbus.status"] == entry["status"]
         assert attributes["hookbus.duration_ms"] == entry["duration_ms"]
         assert attributes["hookbus.manual"] is False
+        assert attributes["hookbus.hook.tier"] == "user"
         assert abs((span.end_time_unix_nano - span.start_time_unix_nano) / 1e6 - entry["duration_ms"]) < 0.01
         assert span.status.code == ProtoStatus.STATUS_CODE_OK
         assert "error.type" not in attributes

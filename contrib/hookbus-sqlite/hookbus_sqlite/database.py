@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union, cast
 
 from hookbus.jsontext import strict_json
-from hookbus.records import EmitRecord, RunRecord, Status, utc_timestamp
+from hookbus.records import TIERS, EmitRecord, RunRecord, Status, Tier, utc_timestamp
 
 logger = logging.getLogger("hookbus")
 
 #: 2 added ``runs.tool_name``, 3 ``runs.shadow``, ``runs.enforced`` and the ``emits``
-#: table; an older database gets them when a writer opens it.
-SCHEMA_VERSION = 3
+#: table, 4 ``runs.tier``; an older database gets them when a writer opens it.
+SCHEMA_VERSION = 4
 #: How long a writer waits for another one's transaction before SQLite says "locked".
 BUSY_TIMEOUT_SECONDS = 10.0
 #: Rows per transaction: a long backlog is written in several short transactions, so
@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS runs (
     manual    INTEGER NOT NULL DEFAULT 0,  -- 1 for bus.trigger / hookbus trigger
     tool_name TEXT,              -- the envelope's tool_name, when it had one
     shadow    INTEGER NOT NULL DEFAULT 0,  -- 1 for a shadow hook's fire (not in the merge)
-    enforced  TEXT               -- a shadow fire: the behavior the enforcing hooks decided
+    enforced  TEXT,              -- a shadow fire: the behavior the enforcing hooks decided
+    tier      TEXT    NOT NULL DEFAULT 'user'  -- whose hook: 'user' | 'managed' | 'builtin'
 );
 CREATE INDEX IF NOT EXISTS runs_at ON runs (at);
 CREATE INDEX IF NOT EXISTS runs_hook_at ON runs (hook_id, at);
@@ -73,14 +74,16 @@ CREATE TABLE IF NOT EXISTS load_errors (
 """
 
 COLUMNS = ("at", "hook_id", "event", "mode", "status", "duration", "error", "thread_id",
-           "decision", "note", "manual", "tool_name", "shadow", "enforced")
+           "decision", "note", "manual", "tool_name", "shadow", "enforced", "tier")
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # the primary result codes (sqlite3 names them from 3.11)
 _INSERT = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM runs"
-#: The same, from a database of version 1 or 2, which no writer has opened since (no
-#: tool_name, or no shadow and enforced).
-_SELECT_V1 = f"SELECT {', '.join(COLUMNS[:-3])}, NULL, 0, NULL FROM runs"
-_SELECT_V2 = f"SELECT {', '.join(COLUMNS[:-2])}, 0, NULL FROM runs"
+#: The same, from a database of version 1, 2 or 3, which no writer has opened since (no
+#: tool_name, no shadow and enforced, or no tier). Every hook of those versions' days was
+#: the user's: there was no other tier to record.
+_SELECT_V1 = f"SELECT {', '.join(COLUMNS[:-4])}, NULL, 0, NULL, 'user' FROM runs"
+_SELECT_V2 = f"SELECT {', '.join(COLUMNS[:-3])}, 0, NULL, 'user' FROM runs"
+_SELECT_V3 = f"SELECT {', '.join(COLUMNS[:-1])}, 'user' FROM runs"
 
 #: A value ``query`` filters a column by: one value, or any of several.
 Match = Union[str, Iterable[str], None]
@@ -147,6 +150,8 @@ def _prepare(connection: sqlite3.Connection) -> None:
             if "shadow" not in columns:  # made by version 1 or 2
                 connection.execute("ALTER TABLE runs ADD COLUMN shadow INTEGER NOT NULL DEFAULT 0")
                 connection.execute("ALTER TABLE runs ADD COLUMN enforced TEXT")
+            if "tier" not in columns:  # made by version 1, 2 or 3: its rows were the user's hooks
+                connection.execute("ALTER TABLE runs ADD COLUMN tier TEXT NOT NULL DEFAULT 'user'")
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
@@ -161,7 +166,9 @@ def _columns(connection: sqlite3.Connection) -> set[str]:
 def _select(connection: sqlite3.Connection) -> str:
     """The SELECT of every column, for the version of the database at hand."""
     columns = _columns(connection)
-    return _SELECT if "shadow" in columns else _SELECT_V2 if "tool_name" in columns else _SELECT_V1
+    if "tier" in columns:
+        return _SELECT
+    return _SELECT_V3 if "shadow" in columns else _SELECT_V2 if "tool_name" in columns else _SELECT_V1
 
 
 def is_busy(exc: sqlite3.Error) -> bool:
@@ -190,7 +197,7 @@ def row_of(record: RunRecord) -> tuple[Any, ...]:
         record.at, record.hook_id, record.event, record.mode, record.status,
         float(record.duration), _text(record.error), record.thread_id, decision,
         _text(record.note), 1 if record.manual else 0, _text(record.tool_name),
-        1 if record.shadow else 0, _text(record.enforced),
+        1 if record.shadow else 0, _text(record.enforced), record.tier,
     )
 
 
@@ -203,7 +210,7 @@ def _text(value: str | None) -> str | None:
 
 
 def record_of(row: Sequence[Any]) -> RunRecord:
-    at, hook_id, event, mode, status, duration, error, thread_id, decision, note, manual, tool_name, shadow, enforced = row
+    at, hook_id, event, mode, status, duration, error, thread_id, decision, note, manual, tool_name, shadow, enforced, tier = row
     parsed = None
     if decision is not None:
         try:
@@ -228,7 +235,19 @@ def record_of(row: Sequence[Any]) -> RunRecord:
         tool_name=None if tool_name is None else str(tool_name),
         shadow=bool(shadow),
         enforced=None if enforced is None else str(enforced),
+        tier=_tier_of(tier, hook_id, at),
     )
+
+
+def _tier_of(value: object, hook_id: object, at: object) -> Tier:
+    """The tier of a row. A value of no known tier (written by hand, or by a later version
+    with a tier this one does not know) is read as "user", and said: reading the rest of
+    the history matters more than that one field, and "user" claims no authority."""
+    if value in TIERS:
+        return cast(Tier, value)
+    logger.warning("hookbus sqlite recorder: a run of %r at %s has the tier %r, none of %s; "
+                   "read as 'user'", hook_id, at, value, ", ".join(TIERS))
+    return "user"
 
 
 class LoadErrorsUpdate:

@@ -29,11 +29,11 @@ from hookbus import HookBus, RunRecord, hookimpl
 from hookbus.merge import NOT_BLOCKING_NOTE
 from hookbus.prompts import PromptRequest, PromptResult
 from hookbus.testing import CaptureRecorder, TestHome
-from hookbus_sqlite import database_path, insert, load_errors, query
+from hookbus_sqlite import SCHEMA, SCHEMA_VERSION, database_path, insert, load_errors, query
 
 CLI = [sys.executable, "-m", "hookbus"]
 COLUMNS = ["id", "at", "hook_id", "event", "mode", "status", "duration", "error",
-           "thread_id", "decision", "note", "manual", "tool_name", "shadow", "enforced"]
+           "thread_id", "decision", "note", "manual", "tool_name", "shadow", "enforced", "tier"]
 
 # Decides by tool_input.n (the envelope is compact JSON on stdin): every sync status.
 DECIDE_BY_N = r"""#!/usr/bin/env bash
@@ -203,6 +203,7 @@ def test_real_hooks_land_in_the_database_with_every_field(
     manuals = [r for r in stored if r.manual]
     assert manuals == [manual]
     assert all(r.duration > 0 for r in stored)
+    assert {r.tier for r in stored} == {"user"}  # every hook here is the home's
 
     with closing(sqlite3.connect(db)) as connection:
         assert [row[1] for row in connection.execute("PRAGMA table_info(runs)")] == COLUMNS
@@ -214,6 +215,7 @@ def test_real_hooks_land_in_the_database_with_every_field(
         assert connection.execute(
             "SELECT count(*) FROM runs WHERE json_extract(decision, '$.behavior') = 'deny'"
         ).fetchone()[0] == 7  # the decider once, the advisor six times
+        assert connection.execute("SELECT DISTINCT tier FROM runs").fetchall() == [("user",)]
     # The built-in recorder was swapped out: no state.json, no JSONL log.
     assert builtin_files(home) == []
     # Every connection of the recorder is closed: the WAL was checkpointed away.
@@ -819,17 +821,16 @@ def test_a_recorder_selected_by_a_reload_hears_of_hooks_already_broken(
 def test_a_database_of_schema_1_is_read_and_then_given_tool_name(tmp_path: Path) -> None:
     """Version 2 added ``runs.tool_name``: a version 1 database is read as it is (no tool
     names), and the first writer adds the column."""
-    from hookbus_sqlite.database import SCHEMA
-
     db = tmp_path / "old.sqlite3"
     old_schema = SCHEMA.replace(
         "manual    INTEGER NOT NULL DEFAULT 0,  -- 1 for bus.trigger / hookbus trigger\n"
         "    tool_name TEXT,              -- the envelope's tool_name, when it had one\n"
         "    shadow    INTEGER NOT NULL DEFAULT 0,  -- 1 for a shadow hook's fire (not in the merge)\n"
-        "    enforced  TEXT               -- a shadow fire: the behavior the enforcing hooks decided\n",
+        "    enforced  TEXT,              -- a shadow fire: the behavior the enforcing hooks decided\n"
+        "    tier      TEXT    NOT NULL DEFAULT 'user'  -- whose hook: 'user' | 'managed' | 'builtin'\n",
         "manual    INTEGER NOT NULL DEFAULT 0\n",
     )
-    assert "tool_name" not in old_schema
+    assert "tool_name" not in old_schema and "tier" not in old_schema
     with closing(sqlite3.connect(db)) as connection:
         connection.executescript(old_schema)
         connection.execute(
@@ -840,10 +841,134 @@ def test_a_database_of_schema_1_is_read_and_then_given_tool_name(tmp_path: Path)
         connection.commit()
 
     [old] = query(db)
-    assert (old.hook_id, old.tool_name) == ("old", None)
+    assert (old.hook_id, old.tool_name, old.tier) == ("old", None, "user")
     new = RunRecord(at="2026-11-30T18:00:00.000Z", hook_id="new", event="PreToolUse", mode="sync",
                     status="deny", duration=0.1, tool_name="bash")
     insert(db, [new])
-    assert [(r.hook_id, r.tool_name) for r in query(db)] == [("old", None), ("new", "bash")]
+    assert [(r.hook_id, r.tool_name, r.tier) for r in query(db)] == [("old", None, "user"), ("new", "bash", "user")]
     with closing(sqlite3.connect(db)) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert [row[1] for row in connection.execute("PRAGMA table_info(runs)")] == COLUMNS
+
+
+# -- tiers (schema 4) -----------------------------------------------------------------------
+
+#: The runs table as version 3 made it: the current schema without its tier column.
+V3_SCHEMA = SCHEMA.replace(
+    "    enforced  TEXT,              -- a shadow fire: the behavior the enforcing hooks decided\n"
+    "    tier      TEXT    NOT NULL DEFAULT 'user'  -- whose hook: 'user' | 'managed' | 'builtin'\n",
+    "    enforced  TEXT               -- a shadow fire: the behavior the enforcing hooks decided\n",
+)
+GUARDED_WRITE = "hookbus:protect_home"
+
+
+def test_each_tier_round_trips_and_the_jsonl_form_agrees(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite3"
+    managed = record("2026-01-01T00:00:00.000Z", "org-guard", "deny", tier="managed",
+                     decision={"behavior": "deny", "reason": "the organization says no"})
+    builtin = record("2026-01-01T00:00:01.000Z", GUARDED_WRITE, "deny", tier="builtin", tool_name="write_file",
+                     decision={"behavior": "deny", "reason": "write_file targets the home"})
+    user = record("2026-01-01T00:00:02.000Z", "mine", "allow", decision={"behavior": "allow"})
+    assert insert(db, [managed, builtin, user]) == 3
+    stored = query(db)
+    assert stored == [managed, builtin, user]
+    assert [r.tier for r in stored] == ["managed", "builtin", "user"]
+    with closing(sqlite3.connect(db)) as connection:
+        raw = connection.execute("SELECT hook_id, tier FROM runs ORDER BY id").fetchall()
+    assert raw == [("org-guard", "managed"), (GUARDED_WRITE, "builtin"), ("mine", "user")]
+    # `hookbus log --json` prints these: the built-in log's lines, "tier" only when not the user's.
+    entries = [r.log_entry() for r in stored]
+    assert [e.get("tier") for e in entries] == ["managed", "builtin", None]
+    assert [RunRecord.from_log_entry(e) for e in entries] == stored
+
+
+def test_a_database_of_schema_3_is_read_and_then_given_tier(tmp_path: Path) -> None:
+    """Version 4 added ``runs.tier``: a version 3 database is read as it is (every row the
+    user's), and the first writer adds the column, which its old rows take as 'user'."""
+    assert "tier" not in V3_SCHEMA and "enforced  TEXT               --" in V3_SCHEMA
+    db = tmp_path / "v3.sqlite3"
+    with closing(sqlite3.connect(db)) as connection:
+        connection.executescript(V3_SCHEMA)
+        connection.execute(
+            "INSERT INTO runs (at, hook_id, event, mode, status, duration, tool_name, shadow, enforced) VALUES "
+            "('2026-11-29T18:00:00.000Z', 'old', 'PreToolUse', 'sync', 'deny', 0.5, 'bash', 1, 'allow')"
+        )
+        connection.execute("PRAGMA user_version = 3")
+        connection.commit()
+
+    [old] = query(db)
+    assert (old.hook_id, old.tool_name, old.shadow, old.enforced, old.tier) == ("old", "bash", True, "allow", "user")
+    with closing(sqlite3.connect(db)) as connection:  # reading changed nothing
+        assert "tier" not in [row[1] for row in connection.execute("PRAGMA table_info(runs)")]
         assert connection.execute("PRAGMA user_version").fetchone()[0] == 3
+
+    new = record("2026-11-30T18:00:00.000Z", "org-guard", "deny", tier="managed")
+    insert(db, [new])
+    assert [(r.hook_id, r.shadow, r.tier) for r in query(db)] == [("old", True, "user"), ("org-guard", False, "managed")]
+    assert query(db)[1] == new
+    with closing(sqlite3.connect(db)) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert [row[1] for row in connection.execute("PRAGMA table_info(runs)")] == COLUMNS
+        assert connection.execute("SELECT hook_id, tier FROM runs ORDER BY id").fetchall() == [
+            ("old", "user"), ("org-guard", "managed"),
+        ]
+        # A row written without a tier (by a writer of version 3 still running) is the user's.
+        connection.execute(
+            "INSERT INTO runs (at, hook_id, event, mode, status, duration) VALUES "
+            "('2026-12-01T18:00:00.000Z', 'late', 'Stop', 'async', 'done', 0.1)"
+        )
+        connection.commit()
+    assert query(db, hook_id="late")[0].tier == "user"
+
+
+def test_a_row_of_no_known_tier_is_read_as_the_users_and_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = tmp_path / "runs.sqlite3"
+    insert(db, [R1, R3])
+    with closing(sqlite3.connect(db)) as connection:
+        connection.execute("UPDATE runs SET tier = 'org' WHERE hook_id = 'a' AND status = 'deny'")
+        connection.commit()
+    with caplog.at_level(logging.WARNING, logger="hookbus"):
+        assert query(db) == [R1, R3]  # the rest of the history still reads
+    said = [r.getMessage() for r in caplog.records if "tier" in r.getMessage()]
+    assert len(said) == 1 and "'org'" in said[0] and "read as 'user'" in said[0]
+
+
+@pytest.mark.timeout(60)
+def test_the_home_guards_denies_are_recorded_as_builtin(home: TestHome, make_bus: Callable[..., HookBus]) -> None:
+    home.write_hook("mine", mode="sync", matcher="write_file", command="exit 0")
+    bus = make_bus()
+    planted = str(home.root / "hooks" / "planted" / "hook.json")
+    assert bus.emit("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": planted}, "cwd": "/"}).behavior == "deny"
+    assert bus.emit("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "/srv/x"}, "cwd": "/"}).behavior == "allow"
+    bus.close()
+    stored = query(db_of(home))
+    # The guard's allow is not recorded (it runs on every guarded call); its deny is.
+    assert [(r.hook_id, r.status, r.tier) for r in stored if r.hook_id == GUARDED_WRITE] == [(GUARDED_WRITE, "deny", "builtin")]
+    assert [r.tier for r in stored if r.hook_id == "mine"] == ["user", "user"]
+    assert [r.log_entry() for r in make_bus().read_runs(GUARDED_WRITE)][0]["tier"] == "builtin"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(os.geteuid() != 0, reason="a managed directory must be root's: this test makes one")
+def test_a_managed_hooks_fires_are_recorded_as_managed(
+    home: TestHome, make_bus: Callable[..., HookBus], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    managed = tmp_path / "managed"
+    hook = managed / "hooks" / "org-guard" / "hook.json"
+    hook.parent.mkdir(parents=True)
+    for directory in (managed, managed / "hooks", hook.parent):
+        directory.chmod(0o755)  # the managed tier refuses what others can write
+    hook.write_text(json.dumps({"trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync",
+                                "blocking": True, "command": "echo 'managed says no' >&2; exit 2"}))
+    hook.chmod(0o644)
+    monkeypatch.setenv("HOOKBUS_MANAGED_DIR", str(managed))
+    home.write_hook("mine", mode="sync", matcher="bash", command="exit 0")
+    bus = make_bus()
+    assert bus.snapshot.hooks["org-guard"].tier == "managed", bus.problems
+    assert bus.emit("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "ls"}, "cwd": "/"}).behavior == "deny"
+    bus.close()
+    stored = {r.hook_id: r for r in query(db_of(home))}
+    assert {hook_id: r.tier for hook_id, r in stored.items()} == {"org-guard": "managed", "mine": "user"}
+    assert stored["org-guard"].status == "deny"
+    with closing(sqlite3.connect(db_of(home))) as connection:
+        assert connection.execute("SELECT tier FROM runs WHERE hook_id = 'org-guard'").fetchall() == [("managed",)]
