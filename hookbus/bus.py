@@ -364,7 +364,9 @@ class HookBus:
         from hookbus.cancel import CancelToken
 
         runs = dispatcher.run_sync(chosen, event, full, payload, settings, CancelToken())
-        return self._decider.decide(event, checked, runs).decision, tuple(hook.id for hook in chosen)
+        # The home guard runs on every guarded call: it is named only when it denied.
+        ran = tuple(hook.id for hook, outcome, _, _ in runs if hook.tier != "builtin" or outcome.behavior != "allow")
+        return self._decider.decide(event, checked, runs).decision, ran
 
     def undecided(self, event: str, envelope: Mapping[str, Any] | None, why: str) -> Decision:
         """The decision for an event whose hooks hookbus cannot run: it could not read the

@@ -162,7 +162,7 @@ def match_verdicts(snapshot: Snapshot, event: str, envelope: Mapping[str, Any]) 
     }
     kept = {problem.hook_id: problem for problem in snapshot.problems if problem.kept_last_good and problem.hook_id}
     verdicts: dict[str, HookVerdict] = {}
-    for hook_id, hook in snapshot.hooks.items():
+    for hook_id, hook in snapshot.every_hook.items():
         problem = kept.get(hook_id)
         verdicts[hook_id] = _verdict(hook, event, field, value, stopped[hook.tier], None if problem is None else str(problem))
     for problem in snapshot.problems:
@@ -258,7 +258,8 @@ def explain(snapshot: Snapshot, event: str, envelope: Mapping[str, Any], dry_run
     value = _field_value(envelope, field)
     if dry_run:
         return Explanation(event, field, value, verdicts, True, None, guard=guard)
-    hooks = [snapshot.hooks[verdict.hook_id] for verdict in verdicts if verdict.runs]
+    every_hook = snapshot.every_hook
+    hooks = [every_hook[verdict.hook_id] for verdict in verdicts if verdict.runs]
     merged: list[Merged] = []
     decision = fire(hooks, merged) if hooks else ALLOW
     traces = [

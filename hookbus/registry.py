@@ -129,6 +129,14 @@ class Snapshot:
     generation: int = 0
     #: Things that load but deserve a look (a relaxed permission check, say).
     warnings: tuple[str, ...] = ()
+    #: The hooks hookbus adds itself (the home guard), by id: in the index, and shown by
+    #: ``list`` and ``explain``, but not among ``hooks``, which are those loaded from files.
+    builtin: Mapping[str, Hook] = attrs.field(factory=dict)
+
+    @property
+    def every_hook(self) -> Mapping[str, Hook]:
+        """``builtin`` and ``hooks`` together, by id: what ``list`` and ``explain`` show."""
+        return {**self.builtin, **self.hooks}
 
     @classmethod
     def build(
@@ -138,12 +146,13 @@ class Snapshot:
         problems: Iterable[Problem] = (),
         generation: int = 0,
         warnings: Iterable[str] = (),
+        builtin: Mapping[str, Hook] | None = None,
     ) -> Snapshot:
         by_event: dict[str, list[Hook]] = defaultdict(list)
         # The kill switch takes the user's hooks out of the index (a disabled engine costs an
         # emit one lookup); the managed tier has its own switch, and the home guard its key.
         on = {"user": settings.hooks_enabled, "managed": settings.managed_hooks_feature, "builtin": True}
-        for hook in hooks.values():
+        for hook in [*hooks.values(), *(builtin or {}).values()]:
             if hook.spec.enabled and on[hook.tier]:
                 by_event[hook.event].append(hook)
         index = {
@@ -157,4 +166,5 @@ class Snapshot:
             problems=tuple(problems),
             generation=generation,
             warnings=tuple(warnings),
+            builtin=MappingProxyType(dict(builtin or {})),
         )

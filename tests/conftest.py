@@ -190,3 +190,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section(f"{title} ({'make stress' if module.FULL else 'fast sizes'})")
         for name, value in sorted(module.FIGURES.items(), key=_by_number):
             terminalreporter.write_line(f"{name:<48} {value:>12,}")
+
+
+def turn_off_home_guard(home: Path) -> None:
+    """Merge ``"protect_home": false`` into the home's settings.json. For tests of what a
+    user's hooks decide when hookbus cannot decide (an undecided tool call): the built-in
+    home guard is fail-closed, so it would deny every such call first
+    (tests/test_home_guard.py tests that)."""
+    path = home / "settings.json"
+    settings = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**settings, "protect_home": False}))

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import HookWriter, read_log
+from conftest import HookWriter, read_log, turn_off_home_guard
 from hookbus import HookBus
 from hookbus.hosts.bridge import claude_output
 from hookbus.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, ToolNames, envelope_to_claude, envelope_to_vix
@@ -517,12 +517,24 @@ def test_the_bridge_skips_events_vixd_does_not_have(home: Path) -> None:
     [("not json", "the envelope is not valid JSON"), ("[1]", "must be a JSON object"), ("{}", 'no "hook_event_name"')],
 )
 def test_the_bridge_refuses_bad_input_clearly(home: Path, stdin: str, message: str) -> None:
+    turn_off_home_guard(home)  # else it denies what it cannot read: the test below
     result = subprocess.run(
         [sys.executable, "-m", "hookbus", "claude-code-hook", "--home", str(home)],
         input=stdin, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("stdin", ["not json", "[1]", '{"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": ' + "[" * 20_000 + "]" * 20_000 + "}"])
+def test_what_the_bridge_cannot_read_the_home_guard_denies(home: Path, stdin: str) -> None:
+    """It may be a tool call writing into the home: hookbus's own trouble is no allow."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hookbus", "claude-code-hook", "--home", str(home)],
+        input=stdin, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2 or '"permissionDecision": "deny"' in result.stdout, (result.stdout, result.stderr)
+    assert ("home guard" in result.stderr or "hookbus:protect_home" in result.stderr) and "Traceback" not in result.stderr
 
 
 def test_the_bridge_says_what_claude_code_cannot_take(write_hook: HookWriter, home: Path) -> None:

@@ -427,9 +427,12 @@ def test_list_shows_hooks_last_status_and_skipped(tmp_path, home, write_hook, fl
     header = result.stdout.splitlines()[0]
     assert re.split(r" {2,}", header) == [
         "ID", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR"
-    ]
+    ]  # a TIER column joins them when a managed hook is loaded (test_managed.py)
     rows = table_rows(result.stdout)
-    assert set(rows) == {"good", "quiet", "bad"}
+    assert set(rows) == {"good", "quiet", "bad", "hookbus:protect_home"}  # the built-in home guard too
+    assert list(rows)[0] == "hookbus:protect_home"  # what the user cannot change comes first
+    guard = rows["hookbus:protect_home"]
+    assert guard[1] == "PreToolUse" and guard[2].startswith("write_file|edit_file|bash|") and guard[3:6] == ["sync blocking", "builtin", "enabled"]
     assert rows["good"] == [
         "good", "PreToolUse", "*", "sync blocking", "command", "enabled", f"deny {entry['at']}"
     ]
@@ -691,6 +694,7 @@ def test_demo_tells_the_whole_story(tmp_path):
     assert re.search(r"-> context 'This project runs its tests", out)
     assert "recursion guard" in out
     assert re.search(r"git push origin main'\s+-> deny\s+hook 'scan-before-push' denied: failed closed: the hook crashed", out)
+    assert re.search(r"HOME/hooks/backdoor/hook.json -> deny\s+hook 'hookbus:protect_home' denied: write_file targets ", out)
     assert "state.json" in out
     assert list(scratch.iterdir()) == []
 

@@ -145,8 +145,10 @@ def test_the_http_setup_runs_as_shown_and_denies(user: Path, heading: str) -> No
         settings_path = install.split()[3].replace("~", str(user))
         settings = Path(settings_path) if Path(settings_path).is_absolute() else user / settings_path
         written = json.loads(settings.read_text())
-        [hook] = written["hooks"]["PreToolUse"][0]["hooks"]
+        [hook] = written["hooks"]["PostToolUse"][0]["hooks"]
         assert hook["url"] == f"http://127.0.0.1:{port}/claude-code" and hook["headers"]["Authorization"] == "Bearer $HOOKBUS_HTTP_TOKEN"
+        # the home guard is fail-closed: PreToolUse keeps the command bridge, as the page says
+        assert written["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "command"
         assert written["hooks"]["SessionStart"][0]["hooks"][0]["type"] == "command"
         token = written["env"]["HOOKBUS_HTTP_TOKEN"]
         envelope = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "session_id": "s"}

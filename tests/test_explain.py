@@ -7,6 +7,7 @@ Every reason a hook can fail to fire has a test, through the library and the com
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -148,7 +149,7 @@ def test_a_dry_run_runs_nothing(make_bus: Callable[..., HookBus], write_hook: Wr
     write_hook("later", command='touch "$HOOKBUS_HOOK_DIR/ran"')
     explanation = make_bus().explain("PreToolUse", WRITE, dry_run=True)
     assert explanation.decision is None and explanation.dry_run
-    assert [verdict.run for verdict in explanation.hooks] == [None, None]
+    assert [verdict.run for verdict in explanation.hooks] == [None, None, None]  # the home guard's too
     assert not list(home.glob("hooks/*/ran")) and read_log(home) == []
 
 
@@ -178,11 +179,12 @@ def test_the_cli_prints_every_hook_and_the_decision(write_hook: Writer, home: Pa
     result = explain_cli(home)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("PreToolUse, tool_name = 'write_file'") and f"3 hooks in {home}" in lines[0]
+    assert lines[0].startswith("PreToolUse, tool_name = 'write_file'") and f"3 hooks in {home}, and hookbus's home guard" in lines[0]
     table = "\n".join(lines)
     assert "HOOK" in table and "VERDICT" in table and "WHY" in table
-    assert "bash-only  matcher" in table and "did not match tool_name 'write_file'" in table
-    assert "typo       load error" in table and "unknown field 'blockng'" in table
+    assert re.search(r"bash-only +matcher", table) and "did not match tool_name 'write_file'" in table
+    assert re.search(r"typo +load error", table) and "unknown field 'blockng'" in table
+    assert re.search(r"hookbus:protect_home \[builtin\] +matched +matched; sync, blocking", table)
     assert "deny: protected" in table
     assert "merge: deny wins: denied by 'guard'" in lines
     assert lines[-2] == """decision: {"behavior": "deny", "reason": "hook 'guard' denied: protected"}"""
@@ -196,7 +198,7 @@ def test_the_cli_json_and_dry_run(write_hook: Writer, home: Path) -> None:
     document = json.loads(result.stdout)
     assert document["dry_run"] is True and document["decision"] is None
     assert document["field"] == "tool_name" and document["value"] == "write_file"
-    (hook,) = document["hooks"]
+    (hook,) = [hook for hook in document["hooks"] if hook["tier"] == "user"]
     assert (hook["id"], hook["matched"], hook["status"], hook["result"]) == ("guard", True, "matched", None)
     assert not (home / "hooks" / "guard" / "ran").exists()
     text = explain_cli(home, "--dry-run")
@@ -205,7 +207,7 @@ def test_the_cli_json_and_dry_run(write_hook: Writer, home: Path) -> None:
 
 def test_the_cli_on_an_empty_home_and_a_bad_event(home: Path) -> None:
     result = explain_cli(home)
-    assert result.returncode == 0 and f"no hooks in {home}/hooks" in result.stdout
+    assert result.returncode == 0 and f"no hooks in {home}, and hookbus's home guard" in result.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "hookbus", "explain", "PreTooluse", "--home", str(home)],
         input="{}", capture_output=True, text=True, timeout=60,

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import read_log
+from conftest import read_log, turn_off_home_guard
 from hookbus.hosts.bridge import GEMINI_CLI, gemini_output
 from hookbus.hosts.install import GEMINI_CLI as GEMINI_INSTALL
 from hookbus.hosts.install import install_bridge, is_bridge_command
@@ -209,6 +209,7 @@ def test_events_without_a_counterpart_say_nothing_in_json(home: Path, through_se
     [("not json", "the envelope is not valid JSON"), ("[1]", "must be a JSON object"), ("{}", 'no "hook_event_name": run it as a Gemini CLI hook')],
 )
 def test_bad_input_is_refused_clearly(home: Path, stdin: str, message: str) -> None:
+    turn_off_home_guard(home)  # else it denies what it cannot read (test_claude_compat tests that)
     result = gemini(home, stdin)
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr

@@ -104,7 +104,7 @@ def test_the_default_homes_spellings_are_caught(tmp_path: Path, monkeypatch: pyt
 def test_protect_home_false_turns_it_off(make_bus: Maker, home: Path) -> None:
     (home / "settings.json").write_text(json.dumps({"protect_home": False}))
     bus = make_bus()
-    assert GUARD_ID not in bus.snapshot.hooks
+    assert GUARD_ID not in bus.snapshot.every_hook
     assert bus.emit("PreToolUse", write_call(str(home / "hooks" / "x" / "hook.json"))) == ALLOW
 
 
@@ -162,8 +162,9 @@ def test_explain_shows_it_like_any_other_hook(make_bus: Maker, home: Path) -> No
 def test_a_user_hook_cannot_take_its_id(make_bus: Maker, write_hook: Callable[..., Path], home: Path) -> None:
     write_hook(GUARD_ID, mode="sync", matcher="write_file", command="exit 0")
     bus = make_bus()
-    assert bus.snapshot.hooks[GUARD_ID].tier == "builtin"
+    assert GUARD_ID not in bus.snapshot.hooks and bus.snapshot.builtin[GUARD_ID].tier == "builtin"
     assert any("hookbus's home guard's" in str(problem) for problem in bus.problems)
+    assert bus.emit("PreToolUse", write_call(str(home / "hooks" / "x" / "hook.json"))).denied_by == (GUARD_ID,)
 
 
 def test_hookbus_cannot_read_the_call_so_the_guard_denies(make_bus: Maker) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import HookWriter
+from conftest import HookWriter, turn_off_home_guard
 from servekit import environment, hookbus
 
 URL = "http://127.0.0.1:8787"
@@ -31,7 +31,20 @@ def entries(settings: Path) -> dict[str, list[dict[str, Any]]]:
     return {event: [hook for group in groups for hook in group["hooks"]] for event, groups in document["hooks"].items()}
 
 
+def test_the_home_guard_keeps_pre_tool_use_on_the_command_bridge(home: Path, tmp_path: Path) -> None:
+    """The guard is fail-closed: an http hook Claude Code cannot deliver (a killed server)
+    would let a write into the home through, where the command bridge decides in-process."""
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", URL)
+    assert result.returncode == 0, result.stderr
+    hooks = entries(settings)
+    assert [hook["type"] for hook in hooks["PreToolUse"]] == ["command"]
+    assert [hook["type"] for hook in hooks["PostToolUse"]] == ["http"]
+    assert 'home guard ("protect_home") is fail-closed there' in result.stdout
+
+
 def test_every_event_posts_to_the_server_but_session_start(home: Path, tmp_path: Path) -> None:
+    turn_off_home_guard(home)
     settings = tmp_path / "settings.json"
     result = install(settings, home, "--http", URL)
     assert result.returncode == 0, result.stderr
@@ -78,13 +91,13 @@ def test_a_dry_run_makes_no_token(home: Path, tmp_path: Path) -> None:
 
 
 def test_an_event_with_a_fail_closed_hook_keeps_the_command_bridge(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
-    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, on_error="deny", command="true")
+    write_hook("guard", event="UserPromptSubmit", mode="sync", blocking=True, on_error="deny", command="true")
     settings = tmp_path / "settings.json"
     result = install(settings, home, "--http", URL)
     assert result.returncode == 0
     hooks = entries(settings)
-    assert [hook["type"] for hook in hooks["PreToolUse"]] == ["command"]
-    assert [hook["type"] for hook in hooks["UserPromptSubmit"]] == ["http"]
+    assert [hook["type"] for hook in hooks["UserPromptSubmit"]] == ["command"]
+    assert [hook["type"] for hook in hooks["PostToolUse"]] == ["http"]
     assert "fail-closed hook(s) 'guard'" in result.stdout
 
 
@@ -100,6 +113,7 @@ def test_running_it_again_switches_between_the_bridges(write_hook: HookWriter, h
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "mine.sh"}]}]}}))
     settings.chmod(0o600)
+    turn_off_home_guard(home)
     assert install(settings, home).returncode == 0
     assert install(settings, home, "--http", URL).returncode == 0
     hooks = entries(settings)

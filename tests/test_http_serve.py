@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from conftest import HookWriter
+from conftest import HookWriter, turn_off_home_guard
 from httpkit import HttpClient, http_address, token_of
 from servekit import Served, environment, hookbus
 
@@ -163,6 +163,7 @@ def _oversized(http: HttpClient) -> Any:
 
 def test_an_oversized_body_gets_413_when_no_fail_closed_hook_could_fire(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
     marker = marker_hook(write_hook, home)
+    turn_off_home_guard(home)  # a fail-closed hook of PreToolUse of its own
     served = serve()
     with client(served) as http:
         answer = _oversized(http)
@@ -277,6 +278,7 @@ def test_a_body_that_names_no_event_is_a_400(served: Served) -> None:
 @pytest.mark.parametrize("fail_closed", [False, True])
 def test_a_body_that_is_not_json_decides_by_on_error(write_hook: HookWriter, home: Path, serve: Callable[[], Served], fail_closed: bool) -> None:
     write_hook("guard", event="PreToolUse", mode="sync", blocking=True, on_error="deny" if fail_closed else "allow", command="true")
+    turn_off_home_guard(home)  # fail-closed itself: tests/test_home_guard.py
     served = serve()
     body = b'{"hook_event_name": "PreToolUse", "tool_name": "Bash", broken'
     with client(served) as http:

@@ -17,7 +17,7 @@ from test_cli import cli_env, run_cli
 pytestmark = pytest.mark.timeout(120)
 
 Writer = Callable[..., Path]
-HOOK_ROW_KEYS = {"id", "event", "matcher", "mode", "action", "state", "last_fire", "error"}
+HOOK_ROW_KEYS = {"id", "tier", "event", "matcher", "mode", "action", "state", "last_fire", "error"}
 PLUGIN_KEYS = {"name", "module", "distribution", "version", "in_process", "status", "detail", "provides"}
 
 
@@ -50,7 +50,8 @@ def test_list_json_in_process(tmp_path: Path, home: Path, write_hook: Writer) ->
     assert (document["home"], document["source"], document["server"], document["disabled"]) == (str(home), "process", None, None)
     assert isinstance(document["generation"], int)
     rows = {row["id"]: row for row in document["hooks"]}
-    assert [row["id"] for row in document["hooks"]] == ["bad", "guard", "noscript", "quiet"]
+    assert [row["id"] for row in document["hooks"]] == ["hookbus:protect_home", "bad", "guard", "noscript", "quiet"]
+    assert [row["tier"] for row in document["hooks"]] == ["builtin", "user", "user", "user", "user"]
     assert all(set(row) == HOOK_ROW_KEYS for row in document["hooks"])
     assert rows["guard"]["mode"] == "sync blocking" and rows["guard"]["last_fire"]["status"] == "deny"
     assert rows["quiet"]["state"] == "disabled" and rows["quiet"]["last_fire"] is None
@@ -67,12 +68,13 @@ def test_list_json_through_a_server_says_which(tmp_path: Path, home: Path, write
 
     document = one_document(result.stdout)
     assert (document["source"], document["server"]) == ("server", {"socket": socket, "pid": pid})
-    assert [row["id"] for row in document["hooks"]] == ["bad", "guard", "noscript", "quiet"]
+    assert [row["id"] for row in document["hooks"]] == ["hookbus:protect_home", "bad", "guard", "noscript", "quiet"]
+    assert [row["tier"] for row in document["hooks"]] == ["builtin", "user", "user", "user", "user"]
 
 
 def test_list_json_of_an_empty_home(tmp_path: Path, home: Path) -> None:
     document = one_document(run_cli(tmp_path, "list", "--json", home=home).stdout)
-    assert (document["hooks"], document["problems"]) == ([], [])
+    assert ([row["id"] for row in document["hooks"]], document["problems"]) == (["hookbus:protect_home"], [])
 
 
 # -- validate ---------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ def test_explain_json_holds_the_home_and_the_source(tmp_path: Path, home: Path, 
     document = one_document(result.stdout)
     assert document["home"] == str(home)
     assert document["source"].startswith("as decided by this process")
-    assert [hook["id"] for hook in document["hooks"]] == ["guard"]
+    assert [hook["id"] for hook in document["hooks"]] == ["guard", "hookbus:protect_home"]
 
 
 def test_log_json_is_json_lines(tmp_path: Path, home: Path, write_hook: Writer) -> None:

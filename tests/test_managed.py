@@ -315,7 +315,7 @@ def test_managed_settings_keys_win_over_the_users(
     assert settings.managed_keys == {"record_envelopes", "protect_home"}
     bus.emit("PreToolUse", BASH)
     assert bus.read_emits(), "the organization's record_envelopes wins"
-    assert GUARD_ID in bus.snapshot.hooks
+    assert GUARD_ID in bus.snapshot.builtin
 
 
 def test_a_managed_recorder_choice_wins(

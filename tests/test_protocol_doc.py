@@ -198,9 +198,9 @@ def test_each_method_answers_with_what_the_schema_describes(home: Path, write_ho
 
         status = wire.call(11, "status")["result"]
         assert status["home"] == str(home) and status["pid"] == ping["pid"] == served.process.pid
-        assert [(hook["id"], hook["state"]) for hook in status["hooks"]] == [("guard", "enabled")]
+        assert [(hook["id"], hook["state"]) for hook in status["hooks"]] == [("hookbus:protect_home", "enabled"), ("guard", "enabled")]
         explained = wire.call(12, "explain", {"event": "PreToolUse", "envelope": BASH, "dry_run": True})["result"]
-        assert [(hook["id"], hook["matched"]) for hook in explained["hooks"]] == [("guard", True)]
+        assert [(hook["id"], hook["matched"]) for hook in explained["hooks"]] == [("guard", True), ("hookbus:protect_home", True)]
         assert explained["decision"] is None and explained["home"] == str(home)
 
         # A notification is run and never answered: the next line answers the next request.

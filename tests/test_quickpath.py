@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from conftest import read_log
+from conftest import read_log, turn_off_home_guard
 from hookbus.serve import leanjson
 from servekit import Served, environment, hookbus
 
@@ -261,6 +261,7 @@ def test_a_server_that_fails_after_it_started_the_hooks_is_decided_by_on_error_a
         "marker", matcher="bash", mode="sync", blocking=True, on_error=on_error,
         command='cat > /dev/null; touch "$HOOKBUS_HOOK_DIR/ran"',
     )
+    turn_off_home_guard(home)  # the user's hook's on_error is what is tested
     server = fake(answer)
     result = hookbus("emit", "PreToolUse", "--home", str(home), input=BASH)
     assert said in result.stderr and "Traceback" not in result.stderr

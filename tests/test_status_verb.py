@@ -76,7 +76,7 @@ def test_a_server_says_its_pid_socket_uptime_generation_and_plugins(home: Path, 
     assert out.startswith(f"hookbus serve is serving {home} (pid {pid})\n")
     assert f"  socket      {socket}\n" in out
     assert f"  pid         {pid}\n" in out
-    assert "  hooks       3 hooks (1 disabled, 1 broken): hookbus list shows them\n" in out
+    assert "  hooks       3 hooks (1 disabled, 1 broken, and hookbus's home guard): hookbus list shows them\n" in out
     assert "  recording   recorder\n" in out
     assert "NAME" in out and "\ncommand " in out and "\nrecorder " in out
     assert "1 problem (skipped files, or a broken file whose last good version runs):\n  hooks/bad/hook.json: invalid JSON" in out
@@ -88,7 +88,7 @@ def test_a_server_says_its_pid_socket_uptime_generation_and_plugins(home: Path, 
     assert document["differences"] == [] and document["restart_needed"] is False
     assert isinstance(document["uptime_seconds"], (int, float)) and document["uptime_seconds"] >= 0
     assert document["generation"] >= 1
-    assert [row["id"] for row in document["hooks"]] == ["bad", "guard", "off"]
+    assert [row["id"] for row in document["hooks"]] == ["hookbus:protect_home", "bad", "guard", "off"]
     names = {row["name"]: row for row in document["plugins"]}
     assert names["command"]["status"] == "loaded" and names["command"]["provides"] == ["runner:command"]
     assert document["recorders"] == ["recorder"]

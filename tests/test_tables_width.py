@@ -156,7 +156,7 @@ def test_columns_says_how_wide_the_terminal_is(tmp_path: Path, noisy_home: Path)
 def test_ids_stay_whole_on_a_narrow_terminal(tmp_path: Path, noisy_home: Path) -> None:
     lines = table_of(on_a_terminal(tmp_path, 50, "list", "--home", str(noisy_home)))
 
-    assert [row.split()[0] for row in lines[1:]] == ["guard", "lint"]
+    assert [row.split()[0] for row in lines[1:]] == ["hookbus:protect_home", "guard", "lint"]
     assert any("…" in line for line in lines)
 
 

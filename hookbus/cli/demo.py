@@ -164,11 +164,21 @@ _STEPS: list[tuple[str, dict[str, Any]]] = [
     ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "/etc/motd", "content": "hi"}}),
     ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "rm -rf /"}}),
     ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "git push origin main"}}),
+    # The agent plants a hook in the home: the built-in home guard denies it.
+    ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "{home}/hooks/backdoor/hook.json", "content": "{}"}}),
     ("PostToolUse", {"tool_name": "write_file", "tool_input": {"path": "sandbox/etc/motd"}}),
     ("Stop", {}),
     ("SubagentStop", {"agent_type": "reviewer", "agent_id": "a1"}),
     ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": ".env"}, "origin": "vix"}),
 ]
+
+
+def _in_home(envelope: dict[str, Any], home: Path) -> dict[str, Any]:
+    """A step's envelope with ``{home}`` in its path made the demo's home."""
+    tool_input = envelope.get("tool_input")
+    if isinstance(tool_input, dict) and "{home}" in str(tool_input.get("path", "")):
+        return {**envelope, "tool_input": {**tool_input, "path": tool_input["path"].replace("{home}", str(home))}}
+    return envelope
 
 
 def _describe(event: str, envelope: dict[str, Any]) -> str:
@@ -218,7 +228,11 @@ def run_demo(keep: bool = False) -> int:
     try:
         with StubChatServer(_stub_model) as stub:
             home = write_demo_home(root, stub.base_url)
-            common = {"thread_id": "t-demo", "cwd": str(root), "model": "demo/model", "origin": "user",
+            # The agent works in a project beside the home: its calls that write into the
+            # home are the home guard's to deny.
+            project = root.parent / f"{root.name}-project"
+            project.mkdir(mode=0o700)
+            common = {"thread_id": "t-demo", "cwd": str(project), "model": "demo/model", "origin": "user",
                       "vix_bin": "vix", "socket_path": "/tmp/vixd.sock"}
             print(
                 f"hookbus demo: {len(_hooks(''))} example hooks in a throwaway home, {root};\n"
@@ -233,14 +247,15 @@ def run_demo(keep: bool = False) -> int:
                     print(f"  {problem}")
                 print("\none agent turn, event by event:")
                 for number, (event, envelope) in enumerate(_STEPS, start=1):
-                    decision = bus.emit(event, {**common, **envelope})
+                    described = _describe(event, envelope).replace("{home}", "HOME")
+                    decision = bus.emit(event, {**common, **_in_home(envelope, root)})
                     detail = _detail(decision.behavior, decision.reason, decision.input, decision.context)
                     if envelope.get("origin") == "vix":
                         detail = "recursion guard: no hook fires in a vix-initiated thread"
                     elif decision.behavior == "allow" and not detail:
                         detail = "(async hooks run in the background)"
                     # Numbers right-aligned: step 10 keeps the arrows in one column.
-                    print(f"  {number:>2}. {_describe(event, envelope):<42} -> {decision.behavior:<7} {detail}")
+                    print(f"  {number:>2}. {described:<42} -> {decision.behavior:<7} {detail}")
             # close() waited for the async hooks and flushed every record.
             print(f"\nsubagents.log (written by the async hook subagent-done): "
                   f"{(root / 'subagents.log').read_text().strip()!r}")
@@ -258,4 +273,5 @@ def run_demo(keep: bool = False) -> int:
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(root.parent / f"{root.name}-project", ignore_errors=True)
     return 0

@@ -136,12 +136,17 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
     from hookbus.cli.views import plugin_lines, plural
     from hookbus.durations import format_duration
 
-    hooks = status.get("hooks") or []
+    every = status.get("hooks") or []
+    hooks = [row for row in every if row.get("tier") != "builtin"]
+    managed = sum(1 for row in hooks if row.get("tier") == "managed")
     disabled_hooks = sum(1 for row in hooks if str(row.get("state", "")).startswith("disabled"))
     broken = sum(1 for row in hooks if str(row.get("state", "")).startswith("broken"))
     counted = plural(len(hooks), "hook")
     extra = [f"{disabled_hooks} disabled"] if disabled_hooks else []
     extra += [f"{broken} broken"] if broken else []
+    extra += [f"{managed} managed"] if managed else []
+    if len(every) > len(hooks):
+        extra.append("and hookbus's home guard")
     uptime = status.get("uptime_seconds")
     up = format_duration(float(uptime)) if isinstance(uptime, (int, float)) else "?"
     rows = [

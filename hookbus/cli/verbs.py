@@ -134,7 +134,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         with open_bus(args, quiet=True, read_only=True) as bus:
             snapshot = bus.snapshot
             broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
-            last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.hooks}
+            last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.every_hook}
             kept = {hook_id: kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
             rows = hook_rows(snapshot, last_runs, kept)
             problems = [str(problem) for problem in snapshot.problems]
@@ -337,10 +337,10 @@ def cmd_log(args: argparse.Namespace) -> int:
         if not history and not args.json and not args.follow:
             which = f" of hook {args.hook!r}" if args.hook else ""
             hint = ""
-            if args.hook and args.hook not in bus.snapshot.hooks:
+            if args.hook and args.hook not in bus.snapshot.every_hook:
                 from hookbus.errors import did_you_mean
 
-                hint = did_you_mean(args.hook, bus.snapshot.hooks)
+                hint = did_you_mean(args.hook, bus.snapshot.every_hook)
             say(f"no fires{which}{wanted.describe()} recorded in {bus.home.root}{hint}")
         if args.follow:
             shown = {_identity(record) for record in history}

@@ -44,7 +44,7 @@ def hook_rows(
     version a running bus keeps, as their state.json says."""
     kept_here = {p.hook_id: p for p in snapshot.problems if p.kept_last_good and p.hook_id}
     rows: list[dict[str, Any]] = []
-    for hook in snapshot.hooks.values():
+    for hook in snapshot.every_hook.values():
         spec = hook.spec
         state = "enabled" if spec.enabled else "disabled"
         error = None
@@ -74,19 +74,24 @@ _TIER_ORDER = {"builtin": 0, "managed": 1, "user": 2}
 
 
 def hook_lines(rows: list[dict[str, Any]], style: Style) -> list[str]:
-    """``hookbus list``: ``hook_rows`` (of this process, or of a server) as a table."""
+    """``hookbus list``: ``hook_rows`` (of this process, or of a server) as a table. The TIER
+    column is there when a managed hook is: the home guard alone says what it is by its
+    id (``hookbus:protect_home``) and its action (``builtin``), and a column that says
+    ``user`` on every other line would cost every user width."""
+    tiered = any(row.get("tier") == "managed" for row in rows)
     cells: list[tuple[str, ...]] = []
     for row in rows:
         last = row.get("last_fire")
         broken = row.get("event") is None
         cells.append((
-            str(row["id"]), str(row.get("tier") or "user"), str(row.get("event") or "?"), str(row.get("matcher") or "?"), str(row.get("mode") or "?"),
+            str(row["id"]), *((str(row.get("tier") or "user"),) if tiered else ()), str(row.get("event") or "?"), str(row.get("matcher") or "?"), str(row.get("mode") or "?"),
             str(row.get("action") or "?"), str(row.get("state")),
             "-" if broken else (f"{last['status']} {last['at']}" if last else "never"),
             str(row.get("error") or (last.get("error") or "" if last else "")),
         ))
-    headers = ("ID", "TIER", "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR")
-    return table(cells, headers, style, widths=(None, None, None, 30, None, None, None, None, ERROR_WIDTH), keep=(0,))
+    headers = ("ID", *(("TIER",) if tiered else ()), "EVENT", "MATCHER", "MODE", "ACTION", "STATE", "LAST FIRE", "ERROR")
+    widths = (None, *((None,) if tiered else ()), None, 30, None, None, None, None, ERROR_WIDTH)
+    return table(cells, headers, style, widths=widths, keep=(0,))
 
 
 def _broken(snapshot: Snapshot) -> list[Problem]:
@@ -179,7 +184,9 @@ def explain_lines(explanation: Mapping[str, Any], home: str, style: Style) -> li
     hooks = explanation.get("hooks") or []
     field = explanation.get("field")
     tested = f", {field} = {explanation.get('value')!r}" if field else ""
-    lines = [printable(f"{explanation.get('event')}{tested}   ({plural(len(hooks), 'hook')} in {home})"), ""]
+    builtin = sum(1 for verdict in hooks if verdict.get("tier") == "builtin")
+    guard = ", and hookbus's home guard" if builtin else ""
+    lines = [printable(f"{explanation.get('event')}{tested}   ({plural(len(hooks) - builtin, 'hook')} in {home}{guard})"), ""]
     if explanation.get("guard"):
         lines += [printable(str(explanation["guard"])), ""]
     dry_run = bool(explanation.get("dry_run"))

@@ -87,7 +87,9 @@ def guard_hook(home: Home, managed_root: str | None, settings: Settings) -> Hook
             "and copy it in with `hookbus install DIR` once reviewed."
         )
     runner = HomeGuardRunner(HomeGuard(places(home, managed_root)), how)
-    matcher = "|".join(sorted(HomeGuard.TOOLS))
+    # vixd's names first: what a user reads in `hookbus list`; Claude Code's native ones after.
+    vix_names = [name for name in ("write_file", "edit_file", "bash") if name in HomeGuard.TOOLS]
+    matcher = "|".join([*vix_names, *sorted(HomeGuard.TOOLS - set(vix_names))])
     spec = HookSpec(
         id=GUARD_ID,
         trigger=Trigger("PreToolUse", matcher),

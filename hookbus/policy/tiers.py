@@ -60,17 +60,16 @@ class ManagedTier:
             problems.append(Problem(f"hooks/{hook_id}", message, None, hook_id))
             load_errors[hook_id] = f"hooks/{hook_id}: {message}"
         guard = guard_hook(user.home, self.root, effective)
-        if guard is not None:
-            if guard.id in managed_hooks:
-                problems.append(Problem(self.loader.shown(self.home.hook_dir(guard.id)), self._refusal(guard.id), None, guard.id))
-            hooks[guard.id] = guard
+        builtin = {} if guard is None else {guard.id: guard}
+        if guard is not None and hooks.pop(guard.id, None) is not None:
+            problems.append(Problem(self.loader.shown(self.home.hook_dir(guard.id)), self._refusal(guard.id), None, guard.id, tier="managed"))
         warnings += user_warnings + self.notes
         if effective.managed_only:
             warnings.append(
                 f'the managed settings.json ({self.home.settings_path}) sets "managed_only": true: '
                 f"the hooks in {user.home.hooks_dir} are not loaded"
             )
-        return Snapshot.build(hooks, effective, problems, generation, warnings), load_errors
+        return Snapshot.build(hooks, effective, problems, generation, warnings, builtin), load_errors
 
     def _refusal(self, hook_id: str) -> str:
         if hook_id == GUARD_ID:

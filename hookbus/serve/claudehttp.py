@@ -119,14 +119,14 @@ class ClaudeCodeEndpoint:
         events = BLOCKING_EVENTS if event is None else (event,)
         return any(
             hook.spec.on_error == "deny" and not hook.spec.shadow and hook.event in events
-            for hook in self.bus.snapshot.hooks.values()
+            for hook in self.bus.snapshot.every_hook.values()
         )
 
     def _check_fail_closed(self, host_event: str, event: str) -> None:
         snapshot = self.bus.snapshot
         generation, events = self._fail_closed
         if generation != snapshot.generation:
-            events = frozenset(hook.event for hook in snapshot.hooks.values() if hook.spec.on_error == "deny" and not hook.spec.shadow)
+            events = frozenset(hook.event for hook in snapshot.every_hook.values() if hook.spec.on_error == "deny" and not hook.spec.shadow)
             self._fail_closed = snapshot.generation, events
         if event in events and host_event not in self.fail_closed_over_http:
             self.fail_closed_over_http.add(host_event)

@@ -514,7 +514,7 @@ class HookServer:
             from hookbus.cli.views import hook_rows, plugin_rows
             from hookbus.records import utc_timestamp
 
-            last_runs = {hook_id: _last_run(self.bus, hook_id) for hook_id in snapshot.hooks}
+            last_runs = {hook_id: _last_run(self.bus, hook_id) for hook_id in snapshot.every_hook}
             started, started_at = self._started
             return {
                 "home": str(self.bus.home.root),

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from attackkit import FULL, attack
-from conftest import read_log
+from conftest import read_log, turn_off_home_guard
 from hookbus.serve.client import AsyncClient, Client, NoAnswer, NotStarted
 from hookbus.deepjson import MAX_NESTING
 from servekit import Raw, Served, environment, wait_for
@@ -50,7 +50,9 @@ def run(*arguments: str, stdin: str | bytes = "", env: dict[str, str] | None = N
 def guard(write_hook: Writer, on_error: str = "deny", hook_id: str = "guard", event: str = "PreToolUse", matcher: str = "bash|Bash", **fields: Any) -> Path:
     """A guard that denies ``rm -rf`` by exit 2, after reading the whole envelope."""
     fields.setdefault("command", "grep -q 'rm -rf' && { echo 'no rm -rf' >&2; exit 2; }; exit 0")
-    return write_hook(hook_id, event=event, matcher=matcher, mode="sync", blocking=True, on_error=on_error, **fields)
+    written: Path = write_hook(hook_id, event=event, matcher=matcher, mode="sync", blocking=True, on_error=on_error, **fields)
+    turn_off_home_guard(written.parents[2])  # what the user's guard decides is under attack here
+    return written
 
 
 def nested(depth: int) -> str:
