@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -10,6 +11,19 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from hookbus import HookBus
+
+
+@pytest.fixture(autouse=True)
+def hookbus_loggers_restored() -> Iterator[None]:
+    """A verb run in-process (``hookbus.cli.verbs.main``) sets hookbus's loggers for its
+    process (a read-only verb quiets ``hookbus.load``): each test gets them back as they were."""
+    loggers = [logging.getLogger(name) for name in ("hookbus", "hookbus.load")]
+    saved = [(logger.level, list(logger.handlers), logger.propagate) for logger in loggers]
+    yield
+    for logger, (level, handlers, propagate) in zip(loggers, saved):
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        logger.propagate = propagate
 
 
 @pytest.fixture

@@ -694,7 +694,7 @@ def test_demo_tells_the_whole_story(tmp_path):
     assert re.search(r"-> context 'This project runs its tests", out)
     assert "recursion guard" in out
     assert re.search(r"git push origin main'\s+-> deny\s+hook 'scan-before-push' denied: failed closed: the hook crashed", out)
-    assert re.search(r"HOME/hooks/backdoor/hook.json -> deny\s+hook 'hookbus:protect_home' denied: write_file targets ", out)
+    assert re.search(r"HOME/hooks/x/hook.json -> deny\s+hook 'hookbus:protect_home' denied: write_file targets ", out)
     assert "state.json" in out
     assert list(scratch.iterdir()) == []
 

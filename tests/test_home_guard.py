@@ -247,3 +247,19 @@ def test_list_shows_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--home", str(home), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["hooks"]
     assert [(row["id"], row["tier"], row["state"]) for row in rows] == [(GUARD_ID, "builtin", "enabled")]
+
+
+@pytest.mark.timeout(300)
+def test_in_process_and_a_server_agree_on_odd_calls(make_bus: Maker, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from servekit import Served
+
+    monkeypatch.delenv("HOOKBUS_MANAGED_DIR")  # set, it keeps a client away from the server
+    bus = make_bus()
+    with Served(home) as served:
+        for make in ODD_CALLS:
+            envelope = make(home)
+            ours = bus.emit("PreToolUse", envelope)
+            code, printed = _emit_cli(home, envelope)
+            assert printed.get("behavior", "allow") == ours.behavior, envelope
+            assert code == (2 if ours.behavior == "deny" else 0)
+        assert served.process.poll() is None  # it answered every one, and is still up

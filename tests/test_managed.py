@@ -460,3 +460,17 @@ def _wait_for(bus: HookBus, predicate: Callable[[], bool], timeout: float = 15.0
     while not predicate():
         assert time.monotonic() < deadline, "not reloaded in time"
         bus.wait_for_reload(bus.generation, timeout=0.5)
+
+
+def test_install_refuses_a_managed_hooks_id(
+    write_managed: ManagedWriter, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_managed("org-guard", **DENY)
+    draft = tmp_path / "drafts" / "org-guard"
+    draft.mkdir(parents=True)
+    (draft / "hook.json").write_text(json.dumps({"trigger": {"event": "Stop"}, "command": "true"}))
+    code, _, err = run_cli(capsys, "install", str(draft), "--home", str(home))
+    assert code == 1 and "a managed hook has the id 'org-guard'" in err and "--id ID" in err
+    assert not (home / "hooks" / "org-guard").exists()
+    code, _, err = run_cli(capsys, "install", str(draft), "--home", str(home), "--id", GUARD_ID)
+    assert code == 1 and "home guard" in err

@@ -173,7 +173,7 @@ def test_the_demo_says_each_thing_once(tmp_path: Path) -> None:
     assert "UserPromptSubmit 'Add a config file...'" in out
     # Step 10 is as wide as steps 1 to 9: every arrow in one column.
     steps = [line for line in out.splitlines() if re.match(r"\s+\d+\. ", line)]
-    assert len(steps) == 10
+    assert len(steps) == 11
     assert len({line.index(" -> ") for line in steps}) == 1, steps
     assert list(scratch.iterdir()) == []
 

@@ -165,7 +165,7 @@ _STEPS: list[tuple[str, dict[str, Any]]] = [
     ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "rm -rf /"}}),
     ("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "git push origin main"}}),
     # The agent plants a hook in the home: the built-in home guard denies it.
-    ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "{home}/hooks/backdoor/hook.json", "content": "{}"}}),
+    ("PreToolUse", {"tool_name": "write_file", "tool_input": {"path": "{home}/hooks/x/hook.json", "content": "{}"}}),
     ("PostToolUse", {"tool_name": "write_file", "tool_input": {"path": "sandbox/etc/motd"}}),
     ("Stop", {}),
     ("SubagentStop", {"agent_type": "reviewer", "agent_id": "a1"}),
@@ -255,7 +255,7 @@ def run_demo(keep: bool = False) -> int:
                     elif decision.behavior == "allow" and not detail:
                         detail = "(async hooks run in the background)"
                     # Numbers right-aligned: step 10 keeps the arrows in one column.
-                    print(f"  {number:>2}. {described:<42} -> {decision.behavior:<7} {detail}")
+                    print(f"  {number:>2}. {described:<44} -> {decision.behavior:<7} {detail}")
             # close() waited for the async hooks and flushed every record.
             print(f"\nsubagents.log (written by the async hook subagent-done): "
                   f"{(root / 'subagents.log').read_text().strip()!r}")
