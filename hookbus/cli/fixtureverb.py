@@ -11,6 +11,7 @@ from hookbus.cli.core import json_line, open_bus, say
 
 if TYPE_CHECKING:
     import argparse
+    from typing import Callable
 
     from hookbus.policy.fixtures import FixtureResult
 
@@ -40,17 +41,23 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def result_lines(result: FixtureResult, shown: Callable[[str], str] = str) -> list[str]:
+    """One fixture's result as ``hookbus test`` prints it: PASS, or FAIL with each problem
+    and the decision the hooks reached. ``shown`` rewrites the paths (install's scratch home
+    shown as the draft's directory)."""
+    if result.ok:
+        return [f"PASS  {shown(result.path)}"]
+    lines = [f"FAIL  {shown(result.path)}", *(f"      {shown(problem)}" for problem in result.problems)]
+    if result.got is not None:
+        lines.append(f"      the decision: {json_line(result.got)}")
+    return lines
+
+
 def _print(results: list[FixtureResult], passed: int, failed: int) -> None:
     if not results:
         say("no fixtures: write hooks/ID/tests/NAME.json, an envelope and the decision expected for it (docs/hooks.md#testing-a-hook)")
         return
     for result in results:
-        if result.ok:
-            say(f"PASS  {result.path}")
-            continue
-        say(f"FAIL  {result.path}")
-        for problem in result.problems:
-            say(f"      {problem}")
-        if result.got is not None:
-            say(f"      the decision: {json_line(result.got)}")
+        for line in result_lines(result):
+            say(line)
     say(f"{len(results)} fixture{'s' if len(results) != 1 else ''}: {passed} passed, {failed} failed")

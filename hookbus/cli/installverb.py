@@ -230,13 +230,11 @@ def _judge(verdict: Review, request: Request, root: Path) -> None:
             "installed: fix it where it is, then install it again"
         )
     failed = [result for result in verdict.results if not result.ok]
+    from hookbus.cli.fixtureverb import result_lines
+
     for result in verdict.results:
-        if result.ok:
-            say(f"PASS  {shown(result.path)}")
-            continue
-        warn(f"FAIL  {shown(result.path)}")
-        for problem in result.problems:
-            warn(f"      {shown(problem)}")
+        for line in result_lines(result, shown):
+            (say if result.ok else warn)(line)
     for path in verdict.merged:
         say(f'SKIP  {shown(path)}: "merged": true tests it with the whole home; run `hookbus test {request.hook_id}` once it is in')
     if failed:
