@@ -69,7 +69,6 @@ class Settings:
         return None
 
 
-
 def env_disables_hooks() -> bool:
     """``VIX_DISABLE_HOOKS`` as the environment holds it now; the bus reads it once, when
     it starts."""
@@ -161,7 +160,7 @@ def _flag(document: Mapping[str, Any], key: str, default: bool, shown: str, prob
     value = document.get(key, default)
     if isinstance(value, bool):
         return value
-    problems.append(Problem(shown, f"expected true or false; {default and 'true' or 'false'} is in effect", f"$.{key}"))
+    problems.append(Problem(shown, f"expected true or false; {'true' if default else 'false'} is in effect", f"$.{key}"))
     return default
 
 
@@ -176,7 +175,8 @@ def in_effect(user: Settings, managed: Settings | None) -> Settings:
         return attrs.evolve(user, managed_only=False)
     merged = {**user.raw, **managed.raw}
     effective, _ = settings_from_document(merged, "settings.json", user.disabled_by_env)
-    assert effective is not None  # each file parsed alone: a key is one file's or the other's
+    if effective is None:  # each file was obeyed alone, so each key of theirs is: never here
+        effective = user
     return attrs.evolve(
         effective,
         managed_only=managed.managed_only,

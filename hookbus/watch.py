@@ -4,7 +4,8 @@
   so a write takes effect in milliseconds rather than watchfiles' default of up to 1.6 s.
 - ``settings.json`` and the files of ``config/`` (plugins' configuration, such as
   ``workflow.json``) are single files that editors replace by rename, so they are polled by
-  stat on every wake-up (at least every 250 ms).
+  stat on every wake-up (at least every 250 ms). So is the managed directory, which may not
+  exist yet to be watched, and changes when the organization deploys: every entry of it.
 - watchfiles drops inotify's queue-overflow notice, so a stat-only sweep of every hook
   directory runs every 30 s as a safety net; a watcher error or a restart rescans too. A
   sweep that finds nothing changed publishes nothing: state.json, which the recorder
