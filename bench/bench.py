@@ -63,6 +63,13 @@ def per_call(function: Callable[[], Any], calls: int) -> float:
 GUARD_OFF = {"protect_home": False}
 
 
+def bash_spawn(envelope: dict[str, Any]) -> Callable[[], Any]:
+    """The cheapest hook there is, as the baseline of the figures that run one: `bash -c
+    'exit 0'` given the PreToolUse envelope on stdin, its output captured."""
+    payload = json.dumps({**envelope, "hook_event_name": "PreToolUse"}).encode()
+    return lambda: subprocess.run(["bash", "-c", "exit 0"], input=payload, capture_output=True)
+
+
 def write_hooks(root: Path, specs: dict[str, dict[str, Any]], settings: dict[str, Any] = GUARD_OFF) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "settings.json").write_text(json.dumps(settings))
@@ -128,10 +135,7 @@ def no_match(work: Path) -> None:
 def one_sync_hook(work: Path) -> None:
     root = work / "one-sync"
     write_hooks(root, {"one": {"trigger": {"event": "PreToolUse"}, "mode": "sync", "command": "exit 0"}})
-    payload = json.dumps({**ENVELOPE, "hook_event_name": "PreToolUse"}).encode()
-
-    def spawn() -> None:
-        subprocess.run(["bash", "-c", "exit 0"], input=payload, capture_output=True)
+    spawn = bash_spawn(ENVELOPE)
 
     ratios, ours, theirs = [], [], []
     with HookBus(root) as bus:
@@ -380,10 +384,7 @@ def home_guard(work: Path) -> None:
         {"tool_name": "write_file", "tool_input": {"path": "src/app.py", "content": "x" * 200}, "cwd": "/tmp"},
         {"tool_name": "bash", "tool_input": {"command": "git status && ls -la src/ && cat /etc/hostname"}, "cwd": "/tmp"},
     ]
-    payload = json.dumps({**calls[1], "hook_event_name": "PreToolUse"}).encode()
-
-    def spawn() -> None:
-        subprocess.run(["bash", "-c", "exit 0"], input=payload, capture_output=True)
+    spawn = bash_spawn(calls[1])
 
     ratios, ours, theirs = [], [], []
     with HookBus(root) as bus:

@@ -516,11 +516,15 @@ class _Enforced:
 
 def _run_inline(hook: Hook, envelope: Mapping[str, Any]) -> Run:
     """A built-in hook's run (the home guard), on the emitting thread: microseconds, where a
-    thread of its own would cost more than the check."""
-    started, at = time.perf_counter(), utc_timestamp()
+    thread of its own would cost more than the check. Its start is written out only for a
+    deny: an allow is never recorded (``Merged.records``), and the guard runs on every
+    guarded call."""
+    wall, started = time.time(), time.perf_counter()
     runner = hook.runner
     assert isinstance(runner, HomeGuardRunner)
-    return hook, runner.decide(envelope), at, time.perf_counter() - started
+    outcome = runner.decide(envelope)
+    duration = time.perf_counter() - started
+    return hook, outcome, utc_timestamp(wall) if outcome.behavior != "allow" else "", duration
 
 
 def _unrecorded(record: RunRecord) -> RunRecord:

@@ -115,7 +115,8 @@ class Explanation:
     decision: Decision | None
     #: How the hooks' decisions were merged, one line each.
     merge: tuple[str, ...] = ()
-    #: The kill switch or the recursion guard, when one stopped every hook.
+    #: The kill switch (it stops the user's hooks) or the recursion guard (every hook but
+    #: the home guard), when one stopped them.
     guard: str | None = None
 
     def as_json(self) -> dict[str, Any]:

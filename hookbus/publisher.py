@@ -80,8 +80,9 @@ class SnapshotPublisher:
         return (hooks, snapshot.settings) if hooks else None
 
     def hook(self, hook_id: str) -> tuple[Hook, Settings]:
-        """The hook ``trigger`` fires, and its settings: HooksDisabledError when every hook
-        is off, HookNotFoundError (saying where to look) when none is loaded by that id."""
+        """The hook ``trigger`` fires, and its settings: HooksDisabledError when the user's
+        hooks are off and it is one of theirs (or none is loaded by that id), else
+        HookNotFoundError (saying where to look) when none is."""
         snapshot = self.snapshot
         hook = snapshot.hooks.get(hook_id)
         reason = snapshot.settings.disabled_reason

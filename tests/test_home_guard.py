@@ -4,6 +4,7 @@ on every path (in-process, the server, the bridge)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -207,14 +208,31 @@ def _emit_cli(home: Path, envelope: dict[str, Any], *extra: str) -> tuple[int, d
 
 
 @pytest.mark.timeout(300)
-def test_in_process_and_the_command_line_agree_on_odd_calls(make_bus: Maker, home: Path) -> None:
+@pytest.mark.parametrize("path", ["command line", "server"])
+def test_in_process_and_each_other_path_agree_on_odd_calls(make_bus: Maker, home: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """The same decision from the bus in this process, ``hookbus emit`` (in its own
+    process), and a ``hookbus serve`` asked through its socket."""
+    from hookbus.serve.client import Client
+    from servekit import Served
+
     bus = make_bus()
-    for make in ODD_CALLS:
-        envelope = make(home)
-        ours = bus.emit("PreToolUse", envelope)
-        code, printed = _emit_cli(home, envelope)
-        assert printed.get("behavior", "allow") == ours.behavior, envelope
-        assert code == (2 if ours.behavior == "deny" else 0)
+    with contextlib.ExitStack() as stack:
+        served = None
+        if path == "server":
+            monkeypatch.delenv("HOOKBUS_MANAGED_DIR")  # the server's environment: /etc/vix, absent here
+            served = stack.enter_context(Served(home))
+        for make in ODD_CALLS:
+            envelope = make(home)
+            ours = bus.emit("PreToolUse", envelope)
+            if served is not None:
+                assert served.socket is not None
+                with Client(served.socket, timeout=60) as client:
+                    theirs = client.emit("PreToolUse", envelope)
+                assert (theirs["behavior"], theirs.get("reason")) == (ours.behavior, ours.reason), envelope
+            else:
+                code, printed = _emit_cli(home, envelope)
+                assert printed.get("behavior", "allow") == ours.behavior, envelope
+                assert code == (2 if ours.behavior == "deny" else 0)
 
 
 @pytest.mark.timeout(120)
@@ -247,19 +265,3 @@ def test_list_shows_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--home", str(home), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["hooks"]
     assert [(row["id"], row["tier"], row["state"]) for row in rows] == [(GUARD_ID, "builtin", "enabled")]
-
-
-@pytest.mark.timeout(300)
-def test_in_process_and_a_server_agree_on_odd_calls(make_bus: Maker, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from servekit import Served
-
-    monkeypatch.delenv("HOOKBUS_MANAGED_DIR")  # set, it keeps a client away from the server
-    bus = make_bus()
-    with Served(home) as served:
-        for make in ODD_CALLS:
-            envelope = make(home)
-            ours = bus.emit("PreToolUse", envelope)
-            code, printed = _emit_cli(home, envelope)
-            assert printed.get("behavior", "allow") == ours.behavior, envelope
-            assert code == (2 if ours.behavior == "deny" else 0)
-        assert served.process.poll() is None  # it answered every one, and is still up

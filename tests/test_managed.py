@@ -474,3 +474,18 @@ def test_install_refuses_a_managed_hooks_id(
     assert not (home / "hooks" / "org-guard").exists()
     code, _, err = run_cli(capsys, "install", str(draft), "--home", str(home), "--id", GUARD_ID)
     assert code == 1 and "home guard" in err
+
+
+def test_a_link_planted_where_managed_state_goes_is_not_written_through(
+    make_bus: Callable[..., HookBus], write_managed: ManagedWriter, home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_managed("org-guard", **DENY)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (home / "managed").symlink_to(elsewhere)
+    bus = make_bus()
+    assert bus.emit("PreToolUse", BASH).denied_by == ("org-guard",)  # the decision stands
+    bus.close()
+    assert list(elsewhere.iterdir()) == []
+    assert [entry["hook_id"] for entry in _log(home)] == ["org-guard"]  # the log has the fire
+    assert any("cannot make" in record.getMessage() and "managed" in record.getMessage() for record in caplog.records)

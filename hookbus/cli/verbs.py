@@ -715,7 +715,7 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
     ),
     "new": (
         "make a working hook to start from: hook.json, a script, a sample envelope",
-        "Make HOME/hooks/ID: a valid hook.json for EVENT (sync, and blocking when the event can "
+        "Make HOME/hooks/ID (with --dir, DIR/ID: a draft to review, then `hookbus install DIR/ID`): a valid hook.json for EVENT (sync, and blocking when the event can "
         "block), the action of --kind (command: check.sh, a script that reads the envelope and "
         "shows how to deny, exit 2 with the reason on stderr; workflow: one bash step; prompt: "
         "a prompt for the provider's model), and envelope.json, a sample envelope of EVENT for "

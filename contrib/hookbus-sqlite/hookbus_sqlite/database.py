@@ -289,16 +289,22 @@ def _emit_row(record: EmitRecord) -> tuple[Any, ...]:
     return (record.at, record.event, text(record.envelope), text(record.decision), text(list(record.hooks)), 1 if record.cut else 0)
 
 
-def query_emits(path: str | os.PathLike[str], since: Moment = None, until: Moment = None) -> list[EmitRecord]:
-    """The emit records in the database at ``path`` with ``since <= at < until``, oldest
-    first; a row that cannot be read back is skipped, said on the ``hookbus`` logger."""
-    clauses, parameters = [], []
+def _time_range(since: Moment, until: Moment, clauses: list[str], parameters: list[Any]) -> None:
+    """Add ``since <= at < until`` (either bound None: none) to a query's clauses."""
     if since is not None:
         clauses.append("at >= ?")
         parameters.append(timestamp(since))
     if until is not None:
         clauses.append("at < ?")
         parameters.append(timestamp(until))
+
+
+def query_emits(path: str | os.PathLike[str], since: Moment = None, until: Moment = None) -> list[EmitRecord]:
+    """The emit records in the database at ``path`` with ``since <= at < until``, oldest
+    first; a row that cannot be read back is skipped, said on the ``hookbus`` logger."""
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    _time_range(since, until, clauses, parameters)
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
     with closing(connect(path, create=False)) as connection:
         if "emits" not in {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}:
@@ -372,12 +378,7 @@ def query(
             f"{column} = ?" if len(values) == 1 else f"{column} IN ({', '.join('?' * len(values))})"
         )
         parameters += values
-    if since is not None:
-        clauses.append("at >= ?")
-        parameters.append(timestamp(since))
-    if until is not None:
-        clauses.append("at < ?")
-        parameters.append(timestamp(until))
+    _time_range(since, until, clauses, parameters)
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be a whole number >= 0, not {limit!r}")
