@@ -10,6 +10,7 @@ recorders (``recorders``) get every fire.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 from os import PathLike
@@ -18,18 +19,19 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from hookbus.decision import ALLOW, Decision, Outcome
 from hookbus.dispatch import RUNNER_GRACE_SECONDS, Dispatcher
 from hookbus.envelope import check_envelope, encode_envelope
-from hookbus.errors import BusClosedError, EnvelopeTooDeep, Problem, ReadOnlyBusError
+from hookbus.errors import BusClosedError, EnvelopeTooDeep, PluginError, Problem, ReadOnlyBusError
 from hookbus.events import CONTINUE_EVENTS
 from hookbus.home import Home
 from hookbus.merge import Decider, Merged, Run, joined_note
-from hookbus.plugins import build_plugin_manager, build_runner_table, call_each, config_problems, describe_plugins
+from hookbus.plugins import PluginSet, call_each, config_problems
 from hookbus.prompts import prompt_sender
 from hookbus.policy.guardhook import HomeGuardRunner
-from hookbus.policy.tiers import ManagedTier, plugin_environment
+from hookbus.policy.tiers import ManagedTier
 from hookbus.publisher import SnapshotPublisher
 from hookbus.recorders import Recorders
 from hookbus.records import EmitRecord, RunRecord, emit_record, envelope_tool_name, utc_timestamp
 from hookbus.redaction import install_log_redaction
+from hookbus.runners import RunnerTable
 from hookbus.stopguard import StopMemory
 from hookbus.workers import finished as _done
 
@@ -37,9 +39,12 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from hookbus.explain import Explanation
+    from hookbus.plugins import PluginInfo, PluginPolicy
     from hookbus.registry import Snapshot
     from hookbus.settings import Settings
     from hookbus.spec import Hook
+
+logger = logging.getLogger("hookbus")
 
 #: The note on the record of a hook that hookbus could not run or hear (``undecided``).
 UNDECIDED_NOTE = "not run: hookbus could not decide, so it failed as its on_error says"
@@ -68,13 +73,16 @@ class HookBus:
         self.home = Home.resolve(home)
         self.async_workers = async_workers
         self.shutdown_timeout = shutdown_timeout
-        managed_root, managed_notes, environ = plugin_environment()
-        self._plugins, self.plugin_infos = build_plugin_manager(plugins, environ)
-        self.runners = build_runner_table(self._plugins)
+        self.runners = RunnerTable()
+        managed = ManagedTier.from_environment(self.runners)
+        # The managed tier, where one exists, says which plugins load (and the publisher
+        # re-plugs when that changes while the bus runs).
+        self._plugin_set = PluginSet(plugins, self.runners)
+        self._plugin_set.adopt(managed.plugin_policy(read=True))
+        self._plugins = self._plugin_set.manager
         # Without a resolver the bus still starts: list, log, plugins and validate need
         # none, and emit fails open (the spec's rule), saying why.
         self._decider = Decider(self._plugins, self.plugin_infos)
-        self.plugin_infos = describe_plugins(self._plugins, self.plugin_infos, self.runners)
         self._recorders = Recorders(self._plugins, self.home, owner=self)
         self._stops = StopMemory()
         self._dispatcher = Dispatcher(self.home, async_workers, self._recorders.record, prompt_sender(self._plugins), self._stops)
@@ -86,7 +94,7 @@ class HookBus:
         self.read_only = read_only
         self._publisher = SnapshotPublisher(
             self.home, self.runners, self._check_config, _ignore_load_errors if read_only else self._recorders.load_errors,
-            ManagedTier(managed_root, self.runners, managed_notes),
+            managed, self._replug,
         )
         self._closing = threading.Lock()
         self._closed = False
@@ -94,6 +102,23 @@ class HookBus:
         self._publisher.reload()
         if watch:
             self._publisher.watch()
+
+    @property
+    def plugin_infos(self) -> list[PluginInfo]:
+        """Every plugin as ``hookbus plugins`` shows it: loaded, blocked or broken."""
+        return list(self._plugin_set.infos)
+
+    def _replug(self, policy: PluginPolicy) -> bool:
+        """Load the plugins ``policy`` allows in place of those loaded (a managed directory
+        appeared, moved or changed its ``"plugins"``); False when nothing changed."""
+        try:
+            changed = self._plugin_set.adopt(policy)
+        except PluginError as exc:
+            logger.error("the plugins could not be changed to what the managed directory allows: %s", exc)
+            return True
+        if changed:
+            self._decider.refresh(self.plugin_infos)
+        return changed
 
     def _check_config(self, settings: Settings, home_is_unsafe: bool) -> list[Problem]:
         # Nothing is read from an unsafe home (its own problem says why); recorders are
@@ -135,6 +160,11 @@ class HookBus:
     def active_recorders(self) -> tuple[str, ...]:
         """The recorder plugins that record and answer ``read_runs`` (settings "recorder")."""
         return self._recorders.active
+
+    @property
+    def managed_tier(self) -> str:
+        """The managed directory this bus loads, as it was last read; ``""`` for none."""
+        return self._publisher.managed.loaded_identity
 
     @property
     def plugin_manager(self) -> Any:

@@ -80,6 +80,10 @@ class Decider:
         self._resolver = _make_resolver(plugins, plugin_infos)
         self._report = ReportOnce()
 
+    def refresh(self, plugin_infos: Sequence[PluginInfo]) -> None:
+        """Find the resolver again: the plugins changed."""
+        self._resolver = _make_resolver(self._plugins, plugin_infos)
+
     def decide(self, event: str, envelope: Mapping[str, Any], runs: Sequence[Run]) -> Merged:
         # ``runs`` are in hook-id order already: EventIndex.match returns them so.
         notes: dict[str, str] = {}
@@ -141,30 +145,67 @@ class Decider:
 
 
 def _managed_floor(decision: Decision, counted: Sequence[Run], results: Sequence[HookResult]) -> Decision:
-    """``decision`` with what the user cannot weaken put back, whatever resolver plugin
-    merged: a deny of a managed hook (or of the home guard) stands, and a managed modify
-    wins over the user's. The user's hooks may still make it stricter."""
-    denied = [result for (hook, _, _, _), result in zip(counted, results) if hook.tier != "user" and result.outcome.behavior == "deny"]
+    """``decision`` with what the user cannot weaken put back, from what the managed hooks
+    (and the home guard) said themselves, whatever resolver plugin merged and whatever it
+    claims: each of their denies stands, with its own reason; a managed modify wins over
+    the user's, with the managed hook's own input; their context, an ``ask``, a ``halt``
+    and a ``continue_with`` are kept. The user's hooks may still make it stricter: a deny
+    of theirs wins over a managed modify."""
+    protected = [result for (hook, _, _, _), result in zip(counted, results) if hook.tier != "user"]
+    denied = [result for result in protected if result.outcome.behavior == "deny"]
     if denied:
-        if decision.behavior == "deny" and all(result.hook_id in decision.denied_by for result in denied):
-            return decision
-        said = [f"hook {result.hook_id!r} denied" + (f": {result.outcome.reason}" if result.outcome.reason else "") for result in denied]
-        if decision.behavior == "deny" and decision.reason:
-            said.append(decision.reason)
+        said = [_deny_line(result) for result in denied]
         others = tuple(hook_id for hook_id in decision.denied_by if all(hook_id != result.hook_id for result in denied))
-        return Decision(
+        if decision.behavior == "deny" and decision.reason and decision.reason not in said:
+            said.append(decision.reason)
+        floor = Decision(
             "deny", reason="\n".join(said), context=decision.context,
             denied_by=(*(result.hook_id for result in denied), *others),
         )
-    if decision.behavior == "deny":
-        return decision
-    modified = [result for (hook, _, _, _), result in zip(counted, results) if hook.tier == "managed" and result.outcome.behavior == "modify"]
-    if not modified:
-        return decision
-    winner = min(modified, key=lambda result: result.hook_id)
-    if decision.modified_by != winner.hook_id:
-        return attrs.evolve(decision, behavior="modify", input=winner.outcome.input, modified_by=winner.hook_id)
-    return decision
+        if decision.behavior == "deny" and decision.reason and all(line in decision.reason for line in said):
+            floor = attrs.evolve(floor, reason=decision.reason)
+        return _with_said(floor, protected)
+    if decision.behavior != "deny":
+        modified = sorted((result for result in protected if result.outcome.behavior == "modify"), key=lambda result: result.hook_id)
+        if modified:
+            winner = modified[0]
+            decision = attrs.evolve(decision, behavior="modify", input=winner.outcome.input, modified_by=winner.hook_id, reason=None)
+    return _with_said(decision, protected)
+
+
+def _deny_line(result: HookResult) -> str:
+    reason = result.outcome.reason
+    return f"hook {result.hook_id!r} denied: {reason}" if reason else f"hook {result.hook_id!r} denied"
+
+
+def _with_said(decision: Decision, protected: Sequence[HookResult]) -> Decision:
+    """``decision`` with the protected hooks' context, ask, halt and continue_with, where
+    the resolver left them out."""
+    changes: dict[str, Any] = {}
+    context = decision.context
+    for result in protected:
+        said = result.outcome.context
+        if said and (context is None or said not in context):
+            context = said if context is None else f"{context}\n\n{said}"
+    if context != decision.context:
+        changes["context"] = context
+    outcomes = [result.outcome for result in protected]
+    if decision.behavior != "deny" and decision.permission != "ask" and any(outcome.permission == "ask" for outcome in outcomes):
+        changes["permission"] = "ask"
+        asked = [outcome.reason for outcome in outcomes if outcome.permission == "ask" and outcome.reason]
+        if asked:
+            changes["reason"] = "\n".join(asked)
+    for name in ("halt", "continue_with"):
+        current = getattr(decision, name)
+        for outcome in outcomes:
+            said = getattr(outcome, name)
+            if said and (current is None or said not in current):
+                current = said if current is None else f"{current}\n\n{said}"
+        if current != getattr(decision, name):
+            changes[name] = current
+    if changes.get("halt", decision.halt) is not None and changes.get("continue_with", decision.continue_with) is not None:
+        changes["continue_with"] = None  # the turn ends: there is nothing to go on with
+    return attrs.evolve(decision, **changes) if changes else decision
 
 
 def _masked(merged: Merged) -> Merged:

@@ -17,6 +17,7 @@ import pluggy
 from hookbus import hookspecs
 from hookbus.entrypoints import EntryPoint, entry_points
 from hookbus.errors import PluginError, Problem, did_you_mean
+from hookbus.policy.plugintrust import BUILTIN_PLUGINS, HOOKBUS_DISTRIBUTION, import_builtin, import_trusted, trusted_path
 from hookbus.runners import RunnerTable
 
 if TYPE_CHECKING:
@@ -77,73 +78,234 @@ def blocked_reason(name: str, environ: Mapping[str, str]) -> str | None:
     return None
 
 
-_discovered: list[EntryPoint] | None = None
+_discovered: dict[tuple[str, ...] | None, list[EntryPoint]] = {}
 _discover_lock = threading.Lock()
 
 
-def discover() -> list[EntryPoint]:
-    """The entry points of the ``hookbus`` group, scanned once per process."""
-    global _discovered
+def discover(paths: Sequence[str] | None = None) -> list[EntryPoint]:
+    """The entry points of the ``hookbus`` group on ``paths`` (``sys.path``), scanned once
+    per process for each list of paths."""
+    key = None if paths is None else tuple(paths)
     with _discover_lock:
-        if _discovered is None:
-            _discovered = sorted(entry_points(ENTRY_POINT_GROUP), key=lambda item: item.name)
-        return _discovered
+        found = _discovered.get(key)
+        if found is None:
+            found = _discovered[key] = sorted(entry_points(ENTRY_POINT_GROUP, paths), key=lambda item: item.name)
+        return found
+
+
+@attrs.frozen
+class PluginPolicy:
+    """What decides which plugins load. Without a managed directory: the environment
+    (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS). Where one exists: the managed
+    settings.json alone; the environment chooses no code at all (``plugintrust``)."""
+
+    #: The environment the selection variables are read from (without a managed directory).
+    environ: Mapping[str, str] = attrs.field(factory=dict, eq=False)
+    #: The selection variables' values, as the comparison of two policies sees them.
+    selection: tuple[tuple[str, str], ...] = ()
+    #: Where a managed directory exists: the third-party plugins it allows, by name.
+    managed_allows: frozenset[str] | None = None
+    #: Where a managed directory exists: the entries of sys.path the environment chose.
+    untrusted: frozenset[str] = frozenset()
+    #: Where the managed settings.json is, for the messages that say how to allow a plugin.
+    managed_settings: str = ""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> PluginPolicy:
+        environ = os.environ if environ is None else environ
+        selection = tuple((name, environ[name]) for name in SELECTION_VARIABLES if name in environ)
+        return cls(environ=dict(selection), selection=selection)
+
+    @property
+    def managed(self) -> bool:
+        return self.managed_allows is not None
+
+    def refusal(self, entry_point: EntryPoint) -> str | None:
+        """Why a third-party plugin is not loaded under this policy, or None."""
+        if self.managed_allows is None:
+            return blocked_reason(entry_point.name, self.environ)
+        if entry_point.name not in self.managed_allows:
+            where = self.managed_settings or "the managed settings.json"
+            return (
+                f'not allowed by the managed settings.json: a managed directory exists, and only the third-party '
+                f'plugins its settings.json names in "plugins" load (add {entry_point.name!r} to "plugins" in {where})'
+            )
+        return None
 
 
 def build_plugin_manager(
     extra_plugins: Sequence[object] = (),
     environ: Mapping[str, str] | None = None,
+    policy: PluginPolicy | None = None,
 ) -> tuple[pluggy.PluginManager, list[PluginInfo]]:
-    """A PluginManager with the hookspecs, every discovered plugin the environment allows
-    (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS) and ``extra_plugins``.
+    """A PluginManager with the hookspecs, the built-in plugins (from hookbus's own
+    installation), every discovered third-party plugin ``policy`` allows (default: the
+    selection variables of ``environ``) and ``extra_plugins``.
 
     PluginError, naming the plugin, when one implements a hook that is not hookbus's or
     takes arguments its hookspec does not pass."""
-    environ = os.environ if environ is None else environ
-    manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
-    manager.add_hookspecs(hookspecs)
-    infos: list[PluginInfo] = []
-    discovered = discover()
-    _warn_unknown_names(environ, [entry_point.name for entry_point in discovered])
-    #: Where each registered plugin came from, for the messages that name it.
-    origins: dict[str, str] = {}
-    for entry_point in discovered:
-        reason = blocked_reason(entry_point.name, environ)
+    plugins = PluginSet(extra_plugins)
+    plugins.adopt(policy if policy is not None else PluginPolicy.from_environment(environ))
+    return plugins.manager, list(plugins.infos)
+
+
+class PluginSet:
+    """The plugins of one bus: its PluginManager, what ``hookbus plugins`` shows of each,
+    and the runner table built from them, kept up to date when the policy changes (a
+    managed directory that appears while the bus runs takes effect without a restart)."""
+
+    def __init__(self, extra_plugins: Sequence[object] = (), runners: RunnerTable | None = None) -> None:
+        self.manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.manager.add_hookspecs(hookspecs)
+        self.extra_plugins = tuple(extra_plugins)
+        self.runners = RunnerTable() if runners is None else runners
+        self.infos: tuple[PluginInfo, ...] = ()
+        self.policy: PluginPolicy | None = None
+        #: The plugins registered from what was discovered, by name.
+        self._discovered: dict[str, object] = {}
+        #: The names the embedder's own plugins are registered under, by their index.
+        self._extra_names: dict[int, str] = {}
+        #: Where each registered plugin came from, for the messages that name it.
+        self._origins: dict[str, str] = {}
+
+    def adopt(self, policy: PluginPolicy) -> bool:
+        """Load and unload plugins so that what is registered is what ``policy`` allows;
+        False when it is the policy in effect already."""
+        if policy == self.policy:
+            return False
+        # A third-party plugin loaded while the environment chose code is not kept once a
+        # managed directory says where code comes from: it is loaded again from there.
+        keep = self.policy is not None and (self.policy.managed, self.policy.untrusted) == (policy.managed, policy.untrusted)
+        discovered = discover(trusted_path() if policy.managed else None)
+        if not policy.managed:
+            _warn_unknown_names(policy.environ, sorted({*BUILTIN_PLUGINS, *(entry_point.name for entry_point in discovered)}))
+        wanted: dict[str, object] = {}
+        infos: list[PluginInfo] = []
+        for candidate in _candidates(discovered):
+            reusable = candidate.builtin or keep
+            info, plugin = self._load(candidate, policy, self._discovered.get(candidate.name) if reusable else None)
+            if plugin is not None and any(plugin is other for other in wanted.values()):
+                continue  # one module under two names: registered once, as pluggy requires
+            infos.append(info)
+            if plugin is not None:
+                wanted[candidate.name] = plugin
+        for name, plugin in list(self._discovered.items()):
+            if wanted.get(name) is not plugin:
+                self.manager.unregister(plugin)
+                del self._discovered[name]
+        for name, plugin in wanted.items():
+            if name not in self._discovered:
+                _register(self.manager, plugin, name, self._origins)
+                self._discovered[name] = plugin
+        infos += self._register_extras(infos)
+        _check_hook_names(self.manager, self._origins)
+        self.policy = policy
+        self.runners.replace(build_runner_table(self.manager))
+        self.infos = tuple(describe_plugins(self.manager, infos, self.runners))
+        return True
+
+    def _load(self, candidate: _Candidate, policy: PluginPolicy, loaded: object | None) -> tuple[PluginInfo, object | None]:
+        """What ``hookbus plugins`` shows of ``candidate``, and its plugin when it loads
+        (``loaded``: the one registered already, kept)."""
+        entry_point = candidate.entry_point
+        info = PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version)
+        if candidate.refused is not None:
+            return attrs.evolve(info, error=candidate.refused), None
+        reason = blocked_reason(entry_point.name, policy.environ) if candidate.builtin else policy.refusal(entry_point)
         if reason is not None:
-            infos.append(
-                PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version, blocked=reason)
-            )
-            continue
+            return attrs.evolve(info, blocked=reason), None
+        if loaded is not None:
+            return info, loaded
         try:
-            plugin = entry_point.load()
+            if candidate.builtin:
+                plugin: object = import_builtin(entry_point.value)
+            elif policy.managed:
+                plugin = _load_trusted(entry_point, policy.untrusted)
+            else:
+                plugin = entry_point.load()
         except Exception as exc:  # a broken third-party plugin must not take the bus down
             message = f"{type(exc).__name__}: {exc}"
             logger.error("plugin %r (%s) failed to load: %s", entry_point.name, entry_point.value, message)
-            infos.append(
-                PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version, message)
-            )
-            continue
-        if manager.is_registered(plugin):
-            continue
+            return attrs.evolve(info, error=message), None
         version = f" {entry_point.version}" if entry_point.version else ""
-        origins[entry_point.name] = f"{entry_point.value}, from {entry_point.distribution}{version}"
-        _register(manager, plugin, entry_point.name, origins)
-        infos.append(PluginInfo(entry_point.name, entry_point.value, entry_point.distribution, entry_point.version))
-    # An in-process plugin must not take the name of an installed one, even a blocked one:
-    # `hookbus plugins` and the recorder selection tell plugins apart by name.
-    taken = {entry_point.name for entry_point in discovered}
-    for plugin in extra_plugins:
-        if manager.is_registered(plugin):  # an installed plugin handed in again
-            name = manager.get_name(plugin)
-            infos = [attrs.evolve(i, in_process=True) if i.name == name else i for i in infos]
-            continue
-        name = _in_process_name(plugin, taken)
-        taken.add(name)
-        origins[name] = f"in process, module {_module_of(plugin)}"
-        _register(manager, plugin, name, origins)
-        infos.append(PluginInfo(name, _module_of(plugin), in_process=True))
-    _check_hook_names(manager, origins)
-    return manager, infos
+        self._origins[entry_point.name] = f"{entry_point.value}, from {entry_point.distribution}{version}"
+        return info, plugin
+
+    def _register_extras(self, infos: list[PluginInfo]) -> list[PluginInfo]:
+        """The embedder's own plugins (``HookBus(plugins=[...])``): the program's code, so
+        they load whatever the policy; their rows for ``hookbus plugins``."""
+        rows: list[PluginInfo] = []
+        # An in-process plugin must not take the name of an installed one, even a blocked
+        # one: `hookbus plugins` and the recorder selection tell plugins apart by name.
+        taken = {info.name for info in infos}
+        for index, plugin in enumerate(self.extra_plugins):
+            if any(plugin is installed for installed in self._discovered.values()):  # an installed plugin handed in again
+                installed_name = self.manager.get_name(plugin)
+                infos[:] = [attrs.evolve(i, in_process=True) if i.name == installed_name else i for i in infos]
+                continue
+            name = self._extra_names.get(index)
+            if name is None:
+                name = self._extra_names[index] = _in_process_name(plugin, taken)
+                self._origins[name] = f"in process, module {_module_of(plugin)}"
+                _register(self.manager, plugin, name, self._origins)
+            taken.add(name)
+            rows.append(PluginInfo(name, _module_of(plugin), in_process=True))
+        return rows
+
+
+@attrs.frozen
+class _Candidate:
+    """A plugin that may load: a built-in one, or a discovered entry point."""
+
+    entry_point: EntryPoint
+    builtin: bool = False
+    #: Why it is refused whatever the policy (it takes a built-in plugin's name).
+    refused: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.entry_point.name
+
+
+def _candidates(discovered: Sequence[EntryPoint]) -> list[_Candidate]:
+    """The built-in plugins, from hookbus's own installation whatever was discovered, and
+    every discovered entry point, in name order; one that takes a built-in plugin's name
+    is refused (the built-in one's own entry point aside)."""
+    from hookbus import __version__
+
+    candidates = [
+        _Candidate(EntryPoint(name, module, HOOKBUS_DISTRIBUTION, __version__), builtin=True)
+        for name, module in BUILTIN_PLUGINS.items()
+    ]
+    for entry_point in discovered:
+        module = BUILTIN_PLUGINS.get(entry_point.name)
+        if module is None:
+            candidates.append(_Candidate(entry_point))
+        elif entry_point.value.strip() != module or _normalize_name(entry_point.distribution) != HOOKBUS_DISTRIBUTION:
+            refusal = (
+                f"the name {entry_point.name!r} is hookbus's built-in plugin's, which always loads from hookbus's "
+                f"own installation; {entry_point.distribution} cannot replace it (rename its entry point)"
+            )
+            candidates.append(_Candidate(entry_point, refused=refusal))
+    return sorted(candidates, key=lambda candidate: (candidate.name, candidate.refused is not None))
+
+
+def _normalize_name(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
+def _load_trusted(entry_point: EntryPoint, untrusted: frozenset[str]) -> object:
+    """``entry_point.load()``, its module taken from where it is installed, never from an
+    entry of the path that the environment chose."""
+    import importlib
+
+    module_name, _, attribute = entry_point.value.partition(":")
+    module_name = module_name.strip()
+    import_trusted(module_name.split(".")[0], untrusted)
+    loaded: object = importlib.import_module(module_name)
+    for part in attribute.strip().split(".") if attribute.strip() else ():
+        loaded = getattr(loaded, part)
+    return loaded
 
 
 def _warn_unknown_names(environ: Mapping[str, str], installed: Sequence[str]) -> None:
@@ -260,7 +422,10 @@ def describe_plugins(
     for hook_name, label in PROVIDES.items():
         for implementation in getattr(manager.hook, hook_name).get_hookimpls():
             provided.setdefault(implementation.plugin_name, []).append(label)
-    return [attrs.evolve(info, provides=tuple(provided.get(info.name, ()))) for info in infos]
+    return [
+        info if info.error or info.blocked else attrs.evolve(info, provides=tuple(provided.get(info.name, ())))
+        for info in infos
+    ]
 
 
 def call_each(manager: pluggy.PluginManager, hook_name: str, doing: str, **kwargs: Any) -> None:

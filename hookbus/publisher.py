@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
     from hookbus.home import Home
+    from hookbus.plugins import PluginPolicy
     from hookbus.spec import Hook
     from hookbus.runners import RunnerTable
     from hookbus.watch import ChangeSet, HomeWatcher
@@ -40,13 +41,21 @@ WATCH_READY_SECONDS = 5.0
 ConfigCheck = Callable[[Settings, bool], list[Problem]]
 #: ``loaded(load_errors)``: each hook's current load error, None for one that loads.
 LoadedCallback = Callable[[Mapping[str, "str | None"]], None]
+#: ``replug(policy)``: load the plugins ``policy`` allows; True when that changed them.
+Replug = Callable[["PluginPolicy"], bool]
 
 
 class SnapshotPublisher:
     """The Snapshot in effect, and how a new one replaces it."""
 
     def __init__(
-        self, home: Home, runners: RunnerTable, check_config: ConfigCheck, loaded: LoadedCallback, managed: ManagedTier | None = None
+        self,
+        home: Home,
+        runners: RunnerTable,
+        check_config: ConfigCheck,
+        loaded: LoadedCallback,
+        managed: ManagedTier | None = None,
+        replug: Replug | None = None,
     ) -> None:
         self.home = home
         # VIX_DISABLE_HOOKS is read once: the README promises the variable as it was when
@@ -55,6 +64,7 @@ class SnapshotPublisher:
         self.managed = managed if managed is not None else ManagedTier.from_environment(runners)
         self._check_config = check_config
         self._loaded = loaded
+        self._replug = replug
         self._reload_lock = threading.Lock()
         self._published = threading.Condition()
         #: The Snapshot in effect, swapped whole by each load; a plain attribute, as every
@@ -100,7 +110,7 @@ class SnapshotPublisher:
         """Reload on every change from now on (one background thread)."""
         from hookbus.watch import HomeWatcher
 
-        self.watcher = HomeWatcher(self.home, self._on_change, self.managed.root)
+        self.watcher = HomeWatcher(self.home, self._on_change, self.managed.locate)
         self.watcher.start()
         if not self.watcher.wait_ready(WATCH_READY_SECONDS):
             logger.error("the hookbus watcher is not ready after %ss; changes may be late", WATCH_READY_SECONDS)
@@ -158,6 +168,9 @@ class SnapshotPublisher:
         nothing when it found nothing changed, so that a quiet home keeps its generation.
         """
         with self._reload_lock:
+            identity = self.managed.loaded_identity
+            if settings and self.managed.retarget():
+                load_logger.warning("the managed directory is now %s: its hooks are read anew", self.managed.root)
             loader, managed = self._loader, self.managed.loader
             loader.verbose = managed.verbose = load_logger.isEnabledFor(logging.INFO)
             before = (loader.outcome(), managed.outcome()) if sweep else None
@@ -167,6 +180,9 @@ class SnapshotPublisher:
             if settings:
                 events += managed.load_settings() + loader.load_settings()
                 force = True
+                identity = self.managed.identity
+                if self._replug is not None and self._replug(self.managed.plugin_policy()):
+                    events.append(LoadEvent("settings", "plugins", "reloaded as the managed directory now says"))
             effective = in_effect(loader.settings, managed.settings if managed.home_problem is None else None)
             loader.in_effect = effective
             if force:
@@ -190,6 +206,9 @@ class SnapshotPublisher:
             self._loaded(load_errors)
             with self._published:
                 self.snapshot = snapshot
+                # Together with the snapshot: a server compares it with its clients' tier
+                # and then decides with this snapshot, or a newer one.
+                self.managed.loaded_identity = identity
                 self._published.notify_all()
             for event in events:
                 level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO

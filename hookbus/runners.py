@@ -236,6 +236,11 @@ class RunnerTable:
     def get(self, key: str) -> RunnerEntry | None:
         return self._entries.get(key)
 
+    def replace(self, other: RunnerTable) -> None:
+        """Take ``other``'s entries in place of these (the plugins changed): whoever holds
+        this table sees them at their next load."""
+        self._entries = dict(other._entries)
+
     def keys(self) -> tuple[str, ...]:
         return tuple(self._entries)
 

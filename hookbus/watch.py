@@ -94,12 +94,15 @@ def classify(home: Home, paths: Iterable[str]) -> tuple[set[str], bool]:
 class HomeWatcher:
     """Runs in one daemon thread and calls ``deliver`` with each ChangeSet, in order."""
 
-    def __init__(self, home: Home, deliver: Callable[[ChangeSet], None], managed_root: str | None = None) -> None:
+    def __init__(
+        self, home: Home, deliver: Callable[[ChangeSet], None], locate_managed: Callable[[], str] | None = None
+    ) -> None:
         self.home = home
         self.deliver = deliver
-        #: The managed directory, polled like settings.json: it changes when the
-        #: organization deploys, and it may not exist yet to be watched.
-        self.managed_root = managed_root
+        #: Where the managed directory is now, polled like settings.json: it changes when
+        #: the organization deploys, it may not exist yet to be watched, and ``/etc/vix``
+        #: appearing moves it there from ``$HOOKBUS_MANAGED_DIR``.
+        self.locate_managed = locate_managed
         self.restarts = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -215,8 +218,9 @@ class HomeWatcher:
         except OSError as exc:
             chain = ("unreadable", exc.errno)
         signatures = {"settings": file_signature(home.settings_path), "home": chain, "config": config_signature(home)}
-        if self.managed_root is not None:
-            signatures["managed"] = managed_signature(self.managed_root)
+        if self.locate_managed is not None:
+            root = self.locate_managed()
+            signatures["managed"] = (root, managed_signature(root))
         return signatures
 
     def _poll(self) -> tuple[bool, bool, bool]:

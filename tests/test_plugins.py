@@ -160,7 +160,7 @@ def test_a_misspelled_hookimpl_of_an_installed_plugin_names_its_entry_point(
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins"))
     installed = hookbus.plugins.discover()
     typo = EntryPoint("typo", "hookbus_typo_fixture", "hookbus-typo", "1.0")
-    monkeypatch.setattr(hookbus.plugins, "discover", lambda: [*installed, typo])
+    monkeypatch.setattr(hookbus.plugins, "discover", lambda paths=None: [*installed, typo])
     with pytest.raises(PluginError) as info:
         HookBus(home)
     assert str(info.value).startswith(

@@ -284,7 +284,10 @@ def ask_server(
         return None
     with client:
         try:
-            return getattr(client, method)(**params), client.path
+            answer = getattr(client, method)(**params)
+            if method == "status" and isinstance(answer, dict) and not _same_tier(answer, verb, client.path, instead):
+                return None
+            return answer, client.path
         except OtherHome as exc:
             if not quiet_other_home:  # $HOOKBUS_SOCKET named another home's server
                 served = exc.data.get("home") if isinstance(exc.data, dict) else "another home"
@@ -301,6 +304,21 @@ def ask_server(
         except (OSError, ValueError) as exc:  # NotStarted included: nothing ran
             warn(f"{verb}: {exc}; {instead}")
             return None
+
+
+def _same_tier(status: dict[str, Any], verb: str, path: str, instead: str) -> bool:
+    """Whether the server loads the managed tier this process would (what it shows is then
+    what is enforced here); said on stderr when it does not."""
+    from hookbus.policy.managed import managed_identity
+
+    loaded, here = status.get("managed", ""), managed_identity()
+    if loaded == here:
+        return True
+    warn(
+        f"{verb}: the server on {path} loads {f'the managed directory {loaded}' if loaded else 'no managed directory'}, "
+        f"and this process would load {f'the managed directory {here}' if here else 'none'}; {instead}"
+    )
+    return False
 
 
 def warn(text: str) -> None:

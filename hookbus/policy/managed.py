@@ -8,15 +8,21 @@ group or others: then no user of the machine can change what runs for everyone.
 ``$HOOKBUS_MANAGED_DIR`` names it, for tests and for a fleet that keeps it elsewhere; but
 never instead of a ``/etc/vix`` that exists, since the environment is the user's to set and
 must not move the organization's directory away.
+
+Built-in modules only: ``hookbus emit``'s quick path reads ``managed_identity`` on its way
+to a server.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from typing import Mapping
 
 from hookbus.homepath import kernel_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
 
 #: Where an organization deploys its managed hooks.
 DEFAULT_MANAGED_DIR = "/etc/vix"
@@ -42,6 +48,13 @@ def managed_root(environ: Mapping[str, str] | None = None) -> tuple[str, str | N
         )
         return default, why
     return chosen, None
+
+
+def managed_identity(environ: Mapping[str, str] | None = None) -> str:
+    """The managed tier a bus started here would load, as a client and a server compare
+    it: the managed directory's path when it exists, else ``""``."""
+    root, _ = managed_root(environ)
+    return root if os.path.isdir(root) else ""
 
 
 def managed_signature(root: str) -> object:

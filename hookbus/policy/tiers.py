@@ -20,7 +20,8 @@ from hookbus.home import Home
 from hookbus.loader import HookLoader
 from hookbus.policy.guardhook import GUARD_ID, guard_hook
 from hookbus.policy.managed import managed_root
-from hookbus.plugins import SELECTION_VARIABLES
+from hookbus.policy.plugintrust import untrusted_entries
+from hookbus.plugins import SELECTION_VARIABLES, PluginPolicy
 from hookbus.registry import Snapshot
 
 if TYPE_CHECKING:
@@ -33,17 +34,87 @@ class ManagedTier:
     """The managed directory's loader, and how its hooks join the user's."""
 
     def __init__(self, root: str, runners: RunnerTable, notes: list[str] | None = None) -> None:
+        self.runners = runners
+        self._point_at(root, notes or [])
+
+    def _point_at(self, root: str, notes: list[str]) -> None:
         self.root = root
         self.home = Home(Path(root))
-        self.loader = HookLoader(self.home, runners, tier="managed")
-        #: What the user should know about how the tier was found (an ignored variable,
-        #: an ignored plugin selection): shown with the load's warnings.
-        self.notes = list(notes or ())
+        self.loader = HookLoader(self.home, self.runners, tier="managed")
+        #: What the user should know about how the tier was found (an ignored variable):
+        #: shown with the load's warnings.
+        self.notes = list(notes)
+        #: Why the plugin selection variables are ignored, when they are.
+        self.plugin_notes: list[str] = []
+        #: The tier as it was last read (``identity`` then): what a server compares with
+        #: the tier its client would load.
+        self.loaded_identity = ""
 
     @classmethod
     def from_environment(cls, runners: RunnerTable) -> ManagedTier:
         root, ignored = managed_root()
         return cls(root, runners, [ignored] if ignored else [])
+
+    @staticmethod
+    def locate() -> str:
+        """Where the environment puts the managed directory now (what a watcher polls)."""
+        return managed_root()[0]
+
+    def retarget(self) -> bool:
+        """Follow the environment to the managed directory it names now: ``/etc/vix`` that
+        appeared while the bus ran wins over ``$HOOKBUS_MANAGED_DIR``. True when it moved
+        (its hooks are then read anew, with no last good version from the old place)."""
+        root, ignored = managed_root()
+        if root == self.root:
+            return False
+        self._point_at(root, [ignored] if ignored else [])
+        return True
+
+    @property
+    def present(self) -> bool:
+        """Whether the managed directory exists (safe or not): then it decides which
+        plugins load, and the environment's selection is ignored."""
+        return os.path.isdir(self.root)
+
+    @property
+    def identity(self) -> str:
+        """The managed tier this bus loads, as a client compares it with its own: the
+        directory's path when it exists, else ``""``."""
+        return self.root if self.present else ""
+
+    def plugin_policy(self, environ: Mapping[str, str] | None = None, *, read: bool = False) -> PluginPolicy:
+        """Which plugins load: the environment's selection where no managed directory
+        exists; where one does, the built-in plugins and the third-party ones its
+        settings.json allows (``"plugins"``, and the recorders it names in ``"recorder"``),
+        found where they are installed, never where the environment points
+        (``plugintrust``). ``read``: read the managed settings.json first (the bus
+        starting: its first load reads it again, and says what is wrong with it)."""
+        environ = os.environ if environ is None else environ
+        if not self.present:
+            self.plugin_notes = []
+            return PluginPolicy.from_environment(environ)
+        if read:
+            self.loader.check_home()
+            self.loader.load_settings()
+        self.plugin_notes = []
+        allowed: frozenset[str] = frozenset()
+        settings = self.loader.trusted_settings if self.loader.home_problem is None else None
+        if settings is not None:
+            named = settings.raw.get("plugins", [])
+            if isinstance(named, list) and all(isinstance(name, str) for name in named):
+                allowed = frozenset(named)
+            else:
+                self.plugin_notes.append(
+                    f'{self.home.settings_path}: "plugins" must be a list of plugin names; no third-party plugin loads until it is'
+                )
+            allowed |= frozenset(settings.recorders or ())
+        selected = [name for name in SELECTION_VARIABLES if name in environ]
+        if selected:
+            self.plugin_notes.append(
+                f"{' and '.join(selected)} {'is' if len(selected) == 1 else 'are'} ignored: the managed directory "
+                f"{self.root} exists, and it decides which plugins load"
+            )
+        return PluginPolicy(managed_allows=allowed, untrusted=untrusted_entries(environ), managed_settings=str(self.home.settings_path))
 
     def combine(self, user: HookLoader, effective: Settings, generation: int) -> tuple[Snapshot, dict[str, str | None]]:
         """The Snapshot of both tiers and the guard, under the settings in effect; and each
@@ -63,7 +134,7 @@ class ManagedTier:
         builtin = {} if guard is None else {guard.id: guard}
         if guard is not None and hooks.pop(guard.id, None) is not None:
             problems.append(Problem(self.loader.shown(self.home.hook_dir(guard.id)), self._refusal(guard.id), None, guard.id, tier="managed"))
-        warnings += user_warnings + self.notes
+        warnings += user_warnings + self.notes + self.plugin_notes
         if effective.managed_only:
             warnings.append(
                 f'the managed settings.json ({self.home.settings_path}) sets "managed_only": true: '
@@ -79,21 +150,3 @@ class ManagedTier:
             f"a managed hook has this id ({where}), and a hook of yours cannot replace it: "
             "rename your hook's directory (the managed one runs whatever yours says)"
         )
-
-
-def plugin_environment(environ: Mapping[str, str] | None = None) -> tuple[str, list[str], Mapping[str, str]]:
-    """The managed directory, what to tell the user about finding it, and the environment
-    plugins are selected by. Where a managed directory exists, the plugin selection
-    (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS) is ignored: it could keep the runners
-    its hooks need, or the recorder of its audit trail, from loading."""
-    environ = os.environ if environ is None else environ
-    root, ignored = managed_root(environ)
-    notes = [ignored] if ignored else []
-    selected = [name for name in SELECTION_VARIABLES if name in environ]
-    if not selected or not os.path.isdir(root):
-        return root, notes, environ
-    notes.append(
-        f"{' and '.join(selected)} {'is' if len(selected) == 1 else 'are'} ignored: the managed directory "
-        f"{root} exists, and its hooks run with every installed plugin"
-    )
-    return root, notes, {name: value for name, value in environ.items() if name not in SELECTION_VARIABLES}

@@ -107,6 +107,15 @@ def _with_home(params: dict[str, Any] | None, home: str | None) -> dict[str, Any
     return {**(params or {}), "home": home}
 
 
+def _with_tier(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the managed tier this process would load: a server that loads
+    another one (started before the managed directory appeared, say) runs none of the
+    request (OTHER_TIER, so ``ran_nothing``), and the caller decides in its own process."""
+    from hookbus.policy.managed import managed_identity
+
+    return {**params, "managed": managed_identity()}
+
+
 class Client:
     """One connection to ``hookbus serve``, one request at a time; not for sharing between
     threads (give each thread its own, or use AsyncClient for many requests in flight).
@@ -176,7 +185,7 @@ class Client:
             params["failures"] = True
         if undecided is not None:
             params["undecided"] = undecided
-        result: dict[str, Any] = self._call_in_time("emit", params)
+        result: dict[str, Any] = self._call_in_time("emit", _with_tier(params))
         return result
 
     def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -203,7 +212,7 @@ class Client:
         params: dict[str, Any] = {"event": event, "envelope": envelope or {}, "dry_run": dry_run}
         if undecided is not None:
             params["undecided"] = undecided
-        result: dict[str, Any] = self._call_in_time("explain", params)
+        result: dict[str, Any] = self._call_in_time("explain", _with_tier(params))
         return result
 
     def _call_in_time(self, method: str, params: dict[str, Any]) -> Any:
@@ -351,7 +360,7 @@ class AsyncClient:
             params["failures"] = True
         if undecided is not None:
             params["undecided"] = undecided
-        result: dict[str, Any] = await self._call_in_time("emit", params)
+        result: dict[str, Any] = await self._call_in_time("emit", _with_tier(params))
         return result
 
     async def trigger(self, hook_id: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -372,7 +381,7 @@ class AsyncClient:
         params: dict[str, Any] = {"event": event, "envelope": envelope or {}, "dry_run": dry_run}
         if undecided is not None:
             params["undecided"] = undecided
-        result: dict[str, Any] = await self._call_in_time("explain", params)
+        result: dict[str, Any] = await self._call_in_time("explain", _with_tier(params))
         return result
 
     async def _call_in_time(self, method: str, params: dict[str, Any]) -> Any:

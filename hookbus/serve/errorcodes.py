@@ -21,6 +21,7 @@ __all__ = [
     "OTHER_HOME",
     "SERVER_BUSY",
     "TOO_LATE",
+    "OTHER_TIER",
     "ERROR_NAMES",
     "NOT_RUN",
 ]
@@ -53,6 +54,10 @@ SERVER_BUSY = -32007
 #: The request reached the server after its "start_by": the client had stopped waiting,
 #: so nothing was run.
 TOO_LATE = -32008
+#: The request's "managed" param names another managed tier than the one the server loads
+#: (a managed directory appeared since it started, or it was started with another
+#: ``$HOOKBUS_MANAGED_DIR``); nothing ran: the client decides with the tier it would load.
+OTHER_TIER = -32009
 
 ERROR_NAMES = {
     PARSE_ERROR: "parse error",
@@ -69,6 +74,7 @@ ERROR_NAMES = {
     OTHER_HOME: "other home",
     SERVER_BUSY: "server busy",
     TOO_LATE: "too late",
+    OTHER_TIER: "other managed tier",
 }
 
 #: The errors that answer a request before anything of it ran: a client may run the hooks
@@ -77,6 +83,6 @@ ERROR_NAMES = {
 NOT_RUN = frozenset(
     (
         PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, HOOK_NOT_FOUND, HOOKS_DISABLED,
-        SHUTTING_DOWN, REQUEST_TOO_LARGE, PERMISSION_DENIED, OTHER_HOME, SERVER_BUSY, TOO_LATE,
+        SHUTTING_DOWN, REQUEST_TOO_LARGE, PERMISSION_DENIED, OTHER_HOME, SERVER_BUSY, TOO_LATE, OTHER_TIER,
     )
 )

@@ -18,7 +18,8 @@ import sys
 
 import _socket
 
-from hookbus.serve.errorcodes import NOT_RUN, OTHER_HOME, SHUTTING_DOWN
+from hookbus.serve.errorcodes import NOT_RUN, OTHER_HOME, OTHER_TIER, SHUTTING_DOWN
+from hookbus.policy.managed import managed_identity
 from hookbus.eventnames import EVENT_NAMES
 from hookbus.serve.leanjson import LeanJSONError, dumps, loads
 from hookbus.serve.rendezvous import (
@@ -48,6 +49,8 @@ _VERBS = {"emit": ("--home", "--socket", "--input"), "claude-code-hook": ("--hom
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``hookbus`` command."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and managed_identity():
+        _confine_imports()
     try:
         handed = _served(arguments)
     except KeyboardInterrupt:
@@ -59,6 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handed is _FULL:
         return full_main(arguments)
     return full_main([*arguments, "--no-server"], undecided=handed.undecided)
+
+
+def _confine_imports() -> None:
+    """Where a managed directory exists, nothing this process imports from now on comes
+    from where the user's environment points (``$PYTHONPATH``, the working directory, the
+    user's site-packages): hookbus's plugins and its dependencies are those installed."""
+    from hookbus.policy.plugintrust import trusted_path
+
+    sys.path[:] = trusted_path()
 
 
 class _Handover:
@@ -211,7 +223,10 @@ def _decide(
     matching hook failed, under its on_error)."""
     import time
 
-    params = {"event": event, "envelope": envelope, "home": home, "failures": True, "start_by": time.time() + START_WINDOW_SECONDS}
+    params = {
+        "event": event, "envelope": envelope, "home": home, "managed": managed_identity(), "failures": True,
+        "start_by": time.time() + START_WINDOW_SECONDS,
+    }
     message = {"jsonrpc": "2.0", "id": 1, "method": "emit", "params": params}
     try:
         line = (dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -250,6 +265,8 @@ def _decide(
         data = error.get("data")
         served = data.get("home") if data.__class__ is dict else "another home"
         _warn(f"hookbus {verb}: the server on {path} serves {served}, not {home}; running in-process")
+    elif code == OTHER_TIER:
+        _warn(f"hookbus {verb}: {error.get('message')} (restart the server to load the managed directory this process would); running in-process")
     elif code != SHUTTING_DOWN:
         _warn(f"hookbus {verb}: the server on {path} ran nothing: {error.get('message')}; running in-process")
     return _IN_PROCESS  # refused before anything ran: the hooks run here

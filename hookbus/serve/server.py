@@ -37,6 +37,7 @@ from hookbus.serve.protocol import (
     METHOD_NOT_FOUND,
     METHODS,
     OTHER_HOME,
+    OTHER_TIER,
     PERMISSION_DENIED,
     JSONRPC_VERSION,
     REQUEST_TOO_LARGE,
@@ -393,10 +394,33 @@ class HookServer:
                 f"method not found: {request.method!r}; methods are {', '.join(METHODS)}",
             )
         params = request.params
-        if "home" in params:
+        if "home" in params or "managed" in params:
             params = dict(params)
-            self._check_home(params.pop("home"))
+            if "home" in params:
+                self._check_home(params.pop("home"))
+            if "managed" in params:
+                self._check_managed(params.pop("managed"))
         return handler(params, connection, request)
+
+    def _check_managed(self, managed: object) -> None:
+        """OTHER_TIER unless ``managed`` (the managed tier the client would load: the
+        managed directory's path, or ``""`` for none) is the one this server loads. A
+        server started before ``/etc/vix`` appeared, or with another
+        ``$HOOKBUS_MANAGED_DIR``, never decides for a client that would load another
+        tier; the client decides in its own process, and the server catches up at its
+        next poll of the managed directory."""
+        if not isinstance(managed, str):
+            raise ProtocolError(INVALID_PARAMS, "invalid params: 'managed' must be a string")
+        loaded = self.bus.managed_tier
+        if managed != loaded:
+            def named(tier: str) -> str:
+                return f"the managed directory {tier}" if tier else "no managed directory"
+
+            raise ProtocolError(
+                OTHER_TIER,
+                f"this server loads {named(loaded)}, and the client would load {named(managed)}; nothing was run",
+                data={"managed": loaded},
+            )
 
     def _check_home(self, home: object) -> None:
         """OTHER_HOME unless ``home`` is the directory this server serves (any path to it)."""
@@ -530,6 +554,7 @@ class HookServer:
                 "socket": self._socket_path(),
                 "plugins": plugin_rows(self.bus.plugin_infos, self.bus.active_recorders),
                 "recorders": list(self.bus.active_recorders),
+                "managed": self.bus.managed_tier,
                 **({"http": self.http.status()} if self.http is not None else {}),
             }
 
