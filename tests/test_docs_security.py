@@ -1,4 +1,4 @@
-"""docs/security.md holds: its ten promises are there, in order, and each is attacked in
+"""docs/security.md holds: its twelve promises are there, in order, and each is attacked in
 tests/adversarial/; every bound of its table is the constant the code enforces; the
 refusal it quotes for a file others can write is what `hookbus validate` prints."""
 
@@ -17,18 +17,18 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def promises() -> list[tuple[int, str]]:
-    text = section(DOC, "The attackers and the ten promises")
+    text = section(DOC, "The attackers and the twelve promises")
     return [(int(number), title) for number, title in re.findall(r"^ {0,1}(\d+)\. \*\*(.+?)\*\*", text, re.M)]
 
 
-def test_the_ten_promises_are_there_in_order() -> None:
+def test_the_twelve_promises_are_there_in_order() -> None:
     found = promises()
-    assert [number for number, _ in found] == list(range(1, 11))
+    assert [number for number, _ in found] == list(range(1, 13))
     assert found[0][1].startswith("A blocking hook's deny or modify is never lost")
     assert found[9][1].startswith("What hookbus shows is what is enforced")
 
 
-@pytest.mark.parametrize("number", range(1, 11))
+@pytest.mark.parametrize("number", range(1, 13))
 def test_each_promise_is_attacked(number: int) -> None:
     files = [path for path in (REPO / "tests" / "adversarial").glob("test_*.py") if re.search(rf"promise {number}\b", path.read_text(), re.I)]
     assert files, f"no attack in tests/adversarial names promise {number}"
