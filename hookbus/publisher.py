@@ -180,9 +180,9 @@ class SnapshotPublisher:
             if settings:
                 events += managed.load_settings() + loader.load_settings()
                 force = True
-                identity = self.managed.identity
                 if self._replug is not None and self._replug(self.managed.plugin_policy()):
                     events.append(LoadEvent("settings", "plugins", "reloaded as the managed directory now says"))
+                identity = self.managed.identity
             effective = in_effect(loader.settings, managed.settings if managed.home_problem is None else None)
             loader.in_effect = effective
             if force:

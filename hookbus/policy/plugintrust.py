@@ -91,6 +91,20 @@ def trusted_path(environ: Mapping[str, str] | None = None) -> list[str]:
     return [entry for entry in sys.path if _real(entry) not in untrusted]
 
 
+def imported_from(untrusted: frozenset[str]) -> list[str]:
+    """The top-level modules this process imported from one of the ``untrusted`` entries of
+    the path: code the user's environment chose, running in this process already (a server
+    started before the managed directory appeared, with a ``PYTHONPATH``)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if "." in name or module is None:
+            continue
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and _found_in(spec, untrusted):
+            found.append(name)
+    return sorted(found)
+
+
 def import_builtin(module_name: str) -> ModuleType:
     """A built-in plugin's module, from hookbus's own installation: imported as usual when
     that is where the import system finds it; otherwise (a module of that name earlier on

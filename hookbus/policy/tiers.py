@@ -20,7 +20,7 @@ from hookbus.home import Home
 from hookbus.loader import HookLoader
 from hookbus.policy.guardhook import GUARD_ID, guard_hook
 from hookbus.policy.managed import managed_root
-from hookbus.policy.plugintrust import untrusted_entries
+from hookbus.policy.plugintrust import imported_from, untrusted_entries
 from hookbus.plugins import SELECTION_VARIABLES, PluginPolicy
 from hookbus.registry import Snapshot
 
@@ -35,6 +35,11 @@ class ManagedTier:
 
     def __init__(self, root: str, runners: RunnerTable, notes: list[str] | None = None) -> None:
         self.runners = runners
+        #: The tier as it was last published (``identity`` then): what a server compares
+        #: with the tier its client would load.
+        self.loaded_identity = ""
+        #: Whether a managed directory existed when the bus started.
+        self.started_under_it = False
         self._point_at(root, notes or [])
 
     def _point_at(self, root: str, notes: list[str]) -> None:
@@ -46,9 +51,9 @@ class ManagedTier:
         self.notes = list(notes)
         #: Why the plugin selection variables are ignored, when they are.
         self.plugin_notes: list[str] = []
-        #: The tier as it was last read (``identity`` then): what a server compares with
-        #: the tier its client would load.
-        self.loaded_identity = ""
+        #: Modules this process imported from where the user's environment pointed, before
+        #: the managed directory appeared: it cannot vouch for what it runs.
+        self.tainted_by: list[str] = []
 
     @classmethod
     def from_environment(cls, runners: RunnerTable) -> ManagedTier:
@@ -79,8 +84,13 @@ class ManagedTier:
     @property
     def identity(self) -> str:
         """The managed tier this bus loads, as a client compares it with its own: the
-        directory's path when it exists, else ``""``."""
-        return self.root if self.present else ""
+        directory's path when it exists, else ``""``; never a client's when this process
+        already runs code from where the user's environment pointed (``tainted_by``)."""
+        if not self.present:
+            return ""
+        if self.tainted_by:
+            return f"{self.root} (not enforceable here: {', '.join(self.tainted_by)} came from the environment's import path)"
+        return self.root
 
     def plugin_policy(self, environ: Mapping[str, str] | None = None, *, read: bool = False) -> PluginPolicy:
         """Which plugins load: the environment's selection where no managed directory
@@ -90,9 +100,17 @@ class ManagedTier:
         (``plugintrust``). ``read``: read the managed settings.json first (the bus
         starting: its first load reads it again, and says what is wrong with it)."""
         environ = os.environ if environ is None else environ
+        if read:
+            self.started_under_it = self.present
         if not self.present:
             self.plugin_notes = []
+            self.tainted_by = []
             return PluginPolicy.from_environment(environ)
+        untrusted = untrusted_entries(environ)
+        # A process that started under the managed directory imported nothing from there
+        # (the command line drops those entries first; an embedder's own modules are its
+        # program's); one that started before it appeared may have.
+        self.tainted_by = [] if self.started_under_it else imported_from(untrusted)
         if read:
             self.loader.check_home()
             self.loader.load_settings()
@@ -114,7 +132,13 @@ class ManagedTier:
                 f"{' and '.join(selected)} {'is' if len(selected) == 1 else 'are'} ignored: the managed directory "
                 f"{self.root} exists, and it decides which plugins load"
             )
-        return PluginPolicy(managed_allows=allowed, untrusted=untrusted_entries(environ), managed_settings=str(self.home.settings_path))
+        if self.tainted_by:
+            self.plugin_notes.append(
+                f"this process imported {', '.join(self.tainted_by)} from $PYTHONPATH, the working directory or the user's "
+                f"site-packages before the managed directory {self.root} appeared: restart it, so that no code the "
+                "environment chose runs beside the managed hooks (meanwhile hookbus's clients decide in their own process)"
+            )
+        return PluginPolicy(managed_allows=allowed, untrusted=untrusted, managed_settings=str(self.home.settings_path))
 
     def combine(self, user: HookLoader, effective: Settings, generation: int) -> tuple[Snapshot, dict[str, str | None]]:
         """The Snapshot of both tiers and the guard, under the settings in effect; and each

@@ -381,3 +381,31 @@ def test_a_client_never_takes_the_answer_of_a_server_of_another_tier(home: Path,
             result = run_as_host(home, default)
             assert result.returncode == 0, result
             assert "running in-process" in result.stderr and "managed directory" in result.stderr
+
+
+def test_a_server_that_ran_the_users_code_before_the_managed_directory_never_answers_for_it(
+    home: Path, managed: Path, user_site: Path, tmp_path: Path
+) -> None:
+    with attack(11, "a server started with a PYTHONPATH plugin before /etc/vix appears"):
+        default = tmp_path / "etc" / "vix"
+        default.parent.mkdir()
+        default.parent.chmod(0o755)
+        distribution(user_site, "lenient", "1.0", "[hookbus]\nlenient = lenient\n", {"lenient.py": """
+            from hookbus import ALLOW, hookimpl
+            @hookimpl(tryfirst=True)
+            def hookbus_resolve(event, results):
+                return ALLOW
+        """})
+        server_env = environment(HOOKBUS_MANAGED_DIR=None, HOOKBUS_SOCKET=None, PYTHONPATH=str(user_site))
+        with Served(home, env=server_env, python=launcher(default)) as served:
+            deploy(managed, default)
+
+            def served_tier() -> str:
+                with Client(served.socket) as client:
+                    return str(client.status().get("managed"))
+
+            wait_for(lambda: served_tier().startswith(str(default)), timeout=20, message="the server to see the managed directory")
+            assert "not enforceable here: lenient came from" in served_tier()
+            result = run_as_host(home, default)
+            assert denied(result), result
+            assert "running in-process" in result.stderr
