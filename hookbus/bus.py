@@ -9,12 +9,14 @@ recorders (``recorders``) get every fire.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import threading
 import time
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from hookbus.decision import ALLOW, Decision, Outcome
 from hookbus.dispatch import RUNNER_GRACE_SECONDS, Dispatcher
@@ -48,8 +50,32 @@ logger = logging.getLogger("hookbus")
 
 #: The note on the record of a hook that hookbus could not run or hear (``undecided``).
 UNDECIDED_NOTE = "not run: hookbus could not decide, so it failed as its on_error says"
+#: The same for a shadow hook, which never enforces, not even its on_error.
+UNDECIDED_SHADOW_NOTE = "not run: hookbus could not decide; a shadow hook never enforces, not even its on_error"
+#: The note on the record of a shadow hook that hookbus stopped, or did not start: it said
+#: nothing, so there is nothing to compare with the decision enforced.
+SHADOW_UNHEARD_NOTE = "shadow: it gave no answer (see its error), so there is nothing to compare"
 #: Default bound on how long ``close()`` lets async hooks finish before killing them.
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
+#: Inside ``exits_once_answered``: the error a shadow hook cut short by close() gets.
+_EXITING: contextvars.ContextVar[str | None] = contextvars.ContextVar("hookbus_exiting", default=None)
+
+
+@contextlib.contextmanager
+def exits_once_answered(command: str) -> Iterator[None]:
+    """Around a one-shot command that exits as soon as it has answered (``hookbus emit``,
+    the bridges), whose caller waits for that exit: a bus closed inside it does not wait
+    for shadow hooks. They run on while close() waits for the async hooks, then are
+    killed, and each is recorded with why."""
+    reason = (
+        f"cut short when {command} exited: a shadow hook never holds the agent, and {command} exits "
+        "as soon as it has answered (under `hookbus serve`, shadow hooks run to their end)"
+    )
+    token = _EXITING.set(reason)
+    try:
+        yield
+    finally:
+        _EXITING.reset(token)
 
 
 class HookBus:
@@ -210,9 +236,10 @@ class HookBus:
         if found is None:
             return _allowed()
         hooks, settings = found
-        sync_timeouts = [hook.timeout for hook in hooks if hook.is_sync]
+        # A shadow hook is never waited for: its timeout is no part of how long this takes.
+        sync_timeouts = [hook.timeout for hook in hooks if hook.is_sync and not hook.spec.shadow]
         if not sync_timeouts:
-            return _done(self._fire(event, checked, hooks, settings))  # only submits
+            return _done(self._fire(event, checked, hooks, settings))  # only submits and starts
         if on_start is not None:
             # The bus stops waiting for any runner this long past its timeout (a built-in
             # one is done 0.35 s past it: a kill's grace and the pipes let go).
@@ -281,7 +308,7 @@ class HookBus:
             else:
                 self._dispatcher.submit_async(hook, event, full, payload, settings)
         enforced = _Enforced() if shadows is not None and merged is None else None
-        unstarted: list[Run] = []
+        unstarted: list[tuple[Run, bool]] = []
         if shadows is not None and enforced is not None:
             # Started beside the enforcing hooks, never waited for: each is recorded once
             # it is done and the enforced decision is known.
@@ -305,19 +332,27 @@ class HookBus:
         finally:
             if enforced is not None:
                 enforced.set(decision)
-                for run in unstarted:  # shadow hooks that got no thread: that failure, recorded
-                    self._shadow_run(event, envelope, run, decision.behavior)
+                for run, heard in unstarted:  # shadow hooks that did not start: recorded, and why
+                    self._shadow_run(event, envelope, run, decision.behavior, heard)
         if shadows is not None and merged is not None:
             # explain: what each shadow hook would have said, beside the decision.
             with self._dispatcher.emitting() as cancel:
                 runs = self._dispatcher.run_sync(shadows, event, full, payload, settings, cancel)
-            settled = [self._shadow_run(event, envelope, run, decision.behavior) for run in runs]
+            # Killed by interrupt(): what it would have said is not known.
+            interrupted = cancel.cancelled
+            settled = [self._shadow_run(event, envelope, run, decision.behavior, not (interrupted and run[1].error)) for run in runs]
             merged.append(Merged(decision, tuple(run for run, _ in settled), {run[0].id: note for run, note in settled}))
         return decision
 
-    def _shadow_run(self, event: str, envelope: Mapping[str, Any], run: Run, enforced: str | None) -> tuple[Run, str]:
+    def _shadow_run(
+        self, event: str, envelope: Mapping[str, Any], run: Run, enforced: str | None, heard: bool = True
+    ) -> tuple[Run, str]:
         """A shadow hook's run as it would have counted (a fail-closed failure as its deny),
-        recorded with the enforced behavior; and the note that says so."""
+        recorded with the enforced behavior; and the note that says so. Not ``heard`` (hookbus
+        cut it short, or did not run it): it said nothing, which is recorded as an error
+        and no decision, so that it is never taken for what the hook would have said."""
+        if not heard:
+            return self._unheard_shadow(event, envelope, run, enforced)
         counted = self._decider.decide(event, envelope, [run])
         as_counted = counted.runs[0]
         hook, outcome, at, duration = as_counted
@@ -331,9 +366,24 @@ class HookBus:
         )
         return as_counted, note
 
-    def _settle_shadow(self, event: str, envelope: Mapping[str, Any], enforced: _Enforced, run: Run) -> None:
-        decision = enforced.wait()
-        self._shadow_run(event, envelope, run, decision.behavior if decision is not None else None)
+    def _unheard_shadow(
+        self, event: str, envelope: Mapping[str, Any], run: Run, enforced: str | None, why: str = SHADOW_UNHEARD_NOTE
+    ) -> tuple[Run, str]:
+        """Record a shadow hook that said nothing (``why``) with the behavior enforced."""
+        hook, outcome, at, duration = run
+        note = f"{why}; not in the merge (enforced: {enforced or 'unknown'})"
+        self._recorders.record(
+            RunRecord(
+                at=at, hook_id=hook.id, event=event, mode="sync", status="error", duration=duration,
+                error=outcome.error, note=joined_note(outcome.note, note),
+                tool_name=envelope_tool_name(envelope), shadow=True, enforced=enforced, tier=hook.tier,
+            )
+        )
+        return run, note
+
+    def _settle_shadow(self, event: str, envelope: Mapping[str, Any], enforced: _Enforced, run: Run, heard: bool, wait: bool) -> None:
+        decision = enforced.wait(_Enforced.WAIT_SECONDS if wait else 0.0)
+        self._shadow_run(event, envelope, run, decision.behavior if decision is not None else None, heard)
 
     def _settle(self, event: str, envelope: Mapping[str, Any], outcome: Merged, merged: list[Merged] | None) -> Decision:
         """Record every run of an emit, tell ``explain`` how it merged, remember how a stop
@@ -422,18 +472,14 @@ class HookBus:
         error = why
         at = utc_timestamp()
         runs: list[Run] = []
+        shadows: list[Run] = []
         for hook in hooks:
             if hook.is_sync and not hook.spec.shadow:
                 runs.append((hook, Outcome.fail_open(error, failure="hookbus"), at, 0.0))
             elif hook.is_sync:
-                # A shadow hook never enforces: not even its on_error.
-                self._recorders.record(
-                    RunRecord(
-                        at=at, hook_id=hook.id, event=event, mode="sync", status="error", duration=0.0,
-                        error=error, decision={"behavior": "allow"}, note=UNDECIDED_NOTE,
-                        tool_name=envelope_tool_name(envelope), shadow=True, tier=hook.tier,
-                    )
-                )
+                # A shadow hook never enforces, not even its on_error: it is recorded beside
+                # the decision, once that is known.
+                shadows.append((hook, Outcome.fail_open(error, failure="hookbus"), at, 0.0))
             else:
                 self._recorders.record(
                     RunRecord(
@@ -442,15 +488,22 @@ class HookBus:
                         tool_name=envelope_tool_name(envelope), tier=hook.tier,
                     )
                 )
-        if not runs:
-            return ALLOW
-        with self._dispatcher.emitting():
-            outcome = self._decider.decide(event, envelope, runs)
-            notes = outcome.notes
-            assert isinstance(notes, dict)
-            for hook, _, _, _ in runs:
-                notes.setdefault(hook.id, UNDECIDED_NOTE)
-            return self._settle(event, envelope, outcome, merged)
+        decision: Decision | None = None if runs else ALLOW
+        try:
+            if runs:
+                with self._dispatcher.emitting():
+                    outcome = self._decider.decide(event, envelope, runs)
+                    notes = outcome.notes
+                    assert isinstance(notes, dict)
+                    for hook, _, _, _ in runs:
+                        notes.setdefault(hook.id, UNDECIDED_NOTE)
+                    decision = self._settle(event, envelope, outcome, merged)
+        finally:
+            enforced = None if decision is None else decision.behavior
+            for shadow in shadows:
+                self._unheard_shadow(event, envelope, shadow, enforced, UNDECIDED_SHADOW_NOTE)
+        assert decision is not None
+        return decision
 
     def trigger(self, hook_id: str, envelope: Mapping[str, Any] | None = None) -> RunRecord:
         """Fire one hook by id now, on this thread, whatever its trigger; recorded as async."""
@@ -478,7 +531,7 @@ class HookBus:
     # -- shutting down ------------------------------------------------------------------
 
     def interrupt(self, reason: str = "interrupted") -> None:
-        """Kill every hook running now, sync and async, recording ``reason`` as its error;
+        """Kill every hook running now, sync, async and shadow, recording ``reason`` as its error;
         emits in progress return at once, and no hook starts any more. Then ``close()``.
         From a signal handler, call it on a new thread (it takes the bus's locks)."""
         self._dispatcher.interrupt(reason)
@@ -486,7 +539,8 @@ class HookBus:
     def close(self, timeout: float | None = None) -> None:
         """Stop taking emits, let running hooks finish for up to ``timeout`` seconds
         (default ``shutdown_timeout``), kill and record what is left as "cancelled at
-        shutdown", let recorders flush. Idempotent; it returns within ``timeout`` plus
+        shutdown" (a shadow hook as cut short; inside ``exits_once_answered`` no shadow hook
+        is waited for), let recorders flush. Idempotent; it returns within ``timeout`` plus
         CANCEL_GRACE_SECONDS (5 s) plus RECORDER_FLUSH_SECONDS (3 s), whatever a recorder
         does: the plugins' ``hookbus_shutdown`` run at once, each on a thread of its own,
         and one not done in time is reported and left to finish in the background."""
@@ -496,7 +550,7 @@ class HookBus:
             self._closed = True
         self._publisher.stop()
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
-        self._dispatcher.close(deadline)
+        self._dispatcher.close(deadline, _EXITING.get())
         for quiet in self._quiet_dispatchers.values():  # test and replay fires: their threads
             quiet.close(deadline)
         self._recorders.shut_down()
@@ -539,8 +593,8 @@ class _Enforced:
         self._decision = decision
         self._event.set()
 
-    def wait(self) -> Decision | None:
-        self._event.wait(self.WAIT_SECONDS)
+    def wait(self, timeout: float) -> Decision | None:
+        self._event.wait(timeout)
         return self._decision
 
 

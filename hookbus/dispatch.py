@@ -6,8 +6,12 @@
   ``RUNNER_GRACE_SECONDS``, counted from when it started.
 - Async hooks: a bounded pool of workers (``AsyncWorkers``); each fire is recorded when it
   ends, or as cancelled if close() ends it first.
+- Shadow hooks: each on a thread of its own, never waited for by an emit, and at most
+  ``MAX_RUNNING_SHADOWS`` at once; each is settled (recorded) once, when it ends, or when
+  ``close`` or ``interrupt`` ends it first.
 - Cancellation: every emit with sync hooks running holds a token; ``interrupt`` cancels
-  them all, ``close`` waits for them, then cancels what is left.
+  them all, ``close`` waits for them, then cancels what is left, shadow hooks included
+  (a one-shot command's close waits for none of them: see ``close``).
 
 A run never raises: a runner's bug, a timeout, a refused rewrite or no thread to run on is
 the hook's failure, open or (``"on_error": "deny"``) closed.
@@ -27,6 +31,7 @@ from hookbus.cancel import CancelToken
 from hookbus.decision import Outcome
 from hookbus.events import check_modify_input
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, envelope_tool_name, utc_timestamp
+from hookbus.reporting import ReportOnce
 from hookbus.runners import HookCall
 from hookbus.workers import clamp_wait
 
@@ -47,6 +52,24 @@ CANCEL_GRACE_SECONDS = 5.0
 RUNNER_GRACE_SECONDS = 1.0
 #: How long a thread that ran sync hooks waits idle for more before it ends.
 SYNC_THREAD_IDLE_SECONDS = 30.0
+#: Shadow hooks one bus runs at once, at most. Nothing waits for them, so without a bound a
+#: host that emits faster than they finish would pile up their processes and threads until
+#: an enforcing hook could start none (and failed open). Past it a shadow hook is not run,
+#: and is recorded so. Read at each fire.
+MAX_RUNNING_SHADOWS = 64
+#: How long a one-shot command's close() lets a killed shadow hook take to be recorded: a
+#: killed group lets go at once, and only a runner that ignores its cancel takes longer, which
+#: the command's caller must not wait for (close() records that one itself).
+EXIT_SHADOW_GRACE_SECONDS = 1.0
+#: The error of a shadow hook that close() found still running when its timeout ran out.
+SHADOW_CUT_AT_CLOSE = "cut short: still running when the bus closed and its shutdown timeout ran out"
+
+#: How the bound on running shadow hooks is reported (once until there is room again).
+_SHADOWS_FULL = "hookbus: the shadow hooks' bound"
+#: Hands a shadow hook's run over to be recorded: the run; whether it was heard out (False:
+#: hookbus cut it short, or never ran it, and its error says why); and whether recording it
+#: may wait for the emit's decision (not on close()'s own thread, which must not wait).
+ShadowSettle = Callable[["Run", bool, bool], None]
 
 #: An async fire waiting for a worker: the hook, the event, the envelope as hooks get it and
 #: as JSON, manual, and the settings in effect when it was fired (a reload meanwhile does
@@ -83,6 +106,12 @@ class Dispatcher:
         self._running: set[CancelToken] = set()
         #: Why ``interrupt`` was called, once it was: what close() cancels with.
         self._interrupted: str | None = None
+        #: The shadow hooks started and not yet ended (``start_shadows``).
+        self._shadows: set[_Shadow] = set()
+        #: Why close() cut the shadow hooks short, once it did: a late one is cut at once.
+        self._shadows_cut: str | None = None
+        #: Says once (until there is room again) that shadow hooks are past their bound.
+        self._shadow_report = ReportOnce(logger)
 
     def submit_async(self, hook: Hook, event: str, full: Mapping[str, Any], payload: bytes, settings: Settings) -> None:
         (self._async or self._start_async_workers()).submit((hook, event, full, payload, False, settings))
@@ -115,31 +144,91 @@ class Dispatcher:
 
     def start_shadows(
         self, hooks: Sequence[Hook], event: str, full: Mapping[str, Any], payload: bytes, settings: Settings,
-        settle: Callable[[Run], None],
-    ) -> list[Run]:
+        settle: ShadowSettle,
+    ) -> list[tuple[Run, bool]]:
         """Run each shadow hook on a thread of its own and hand its run to ``settle`` (which
         waits for the enforced decision and records it); the caller never waits for them.
-        Each counts as an emit running until it is settled, so close() waits for it and
-        interrupt() cancels it. Returned: the runs of hooks that could not get a thread, as
-        that failure, for the caller to settle once the decision is known (settling them
-        here would wait for it)."""
-        unstarted: list[Run] = []
+        close() lets them run up to its timeout (a one-shot command's, only while it waits
+        for the rest), then kills them; interrupt() kills them at once. Returned: the runs of hooks that did not start (no thread to be had, or
+        ``MAX_RUNNING_SHADOWS`` running already), for the caller to settle once the
+        decision is known (settling them here would wait for it)."""
+        unstarted: list[tuple[Run, bool]] = []
         for hook in hooks:
-            cancel = self._started(counted=True)
+            shadow = self._shadow_started(hook, settle)
+            if isinstance(shadow, str):
+                unstarted.append(((hook, Outcome.fail_open(shadow, failure="hookbus"), utc_timestamp(), 0.0), False))
+                continue
 
-            def job(hook: Hook = hook, cancel: CancelToken = cancel) -> None:
+            def job(shadow: _Shadow = shadow) -> None:
                 try:
-                    settle(self.run(hook, event, full, payload, settings, cancel))
+                    run = self.run(shadow.hook, event, full, payload, settings, shadow.cancel)
+                    # Cancelled and failed: hookbus stopped it, so it said nothing of its own.
+                    shadow.settle(run, heard=not (shadow.cancel.cancelled and run[1].error is not None))
                 finally:
-                    self._ended(cancel, counted=True)
+                    self._shadow_ended(shadow)
 
             try:
                 self.threads().submit(job)
             except (RuntimeError, MemoryError) as exc:
-                self._ended(cancel, counted=True)
+                self._shadow_ended(shadow)
                 error = f"could not start a thread for it: {type(exc).__name__}: {exc}"
-                unstarted.append((hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(), 0.0))
+                unstarted.append(((hook, Outcome.fail_open(error, failure="crash"), utc_timestamp(), 0.0), True))
         return unstarted
+
+    def _shadow_started(self, hook: Hook, settle: ShadowSettle) -> _Shadow | str:
+        """A shadow hook counted as running, its token already cancelled when close() or
+        interrupt() came first; or why it may not run."""
+        shadow = _Shadow(hook, settle)
+        with self._lock:
+            running = len(self._shadows)
+            full = running >= MAX_RUNNING_SHADOWS
+            if not full:
+                self._shadows.add(shadow)
+            cut = self._interrupted or self._shadows_cut
+        if full:
+            self._shadow_report.failed(
+                _SHADOWS_FULL,
+                f"hookbus: {running} shadow hooks are running, the most one bus runs at once: shadow hooks are "
+                "fired faster than they end, so further fires of them are recorded as not run until some end; make "
+                "the shadow hooks faster (or their timeouts shorter), or raise hookbus.dispatch.MAX_RUNNING_SHADOWS",
+            )
+            return (
+                f"not run: {running} shadow hook{' was' if running == 1 else 's were'} running already, the most "
+                "one bus runs at once (hookbus.dispatch.MAX_RUNNING_SHADOWS), so that shadow hooks never take "
+                "the processes and threads that enforcing hooks need"
+            )
+        self._shadow_report.succeeded(_SHADOWS_FULL)
+        if cut is not None:
+            shadow.cancel.cancel(cut)
+        return shadow
+
+    def _shadow_ended(self, shadow: _Shadow) -> None:
+        with self._lock:
+            self._shadows.discard(shadow)
+            self._lock.notify_all()
+
+    def _cut_shadows(self, reason: str) -> None:
+        """Kill every shadow hook still running; one that starts from now on is cut at once."""
+        with self._lock:
+            if self._shadows_cut is None:
+                self._shadows_cut = reason
+            shadows = list(self._shadows)
+        for shadow in shadows:
+            shadow.cancel.cancel(reason)
+
+    def _wait_for_shadows(self, grace: float) -> None:
+        """Wait ``grace`` seconds for every shadow hook to be recorded; one whose runner did
+        not stop when told to is recorded here, as cut short (and not again when it ends)."""
+        deadline = time.monotonic() + grace
+        with self._lock:
+            while self._shadows and time.monotonic() < deadline:
+                self._lock.wait(clamp_wait(deadline - time.monotonic()))
+            stubborn = list(self._shadows)
+        for shadow in stubborn:
+            why = shadow.cancel.reason or SHADOW_CUT_AT_CLOSE
+            error = f"{why}; its runner did not stop within {grace:g}s of being told to"
+            run = (shadow.hook, Outcome.fail_open(error, failure="killed"), shadow.at, time.monotonic() - shadow.started)
+            shadow.settle(run, heard=False, wait=False)
 
     def run_manual(self, hook: Hook, full: Mapping[str, Any], payload: bytes, settings: Settings) -> RunRecord:
         """Fire one hook now, on this thread, as an async fire marked manual."""
@@ -255,29 +344,59 @@ class Dispatcher:
         with self._lock:
             if self._interrupted is None:
                 self._interrupted = reason
-            running = list(self._running)
+            running = [*self._running, *(shadow.cancel for shadow in self._shadows)]
             workers = self._async
         for token in running:
             token.cancel(reason)
         if workers is not None:
             workers.cancel_all(reason)
 
-    def close(self, deadline: float) -> None:
+    def close(self, deadline: float, exiting: str | None = None) -> None:
         """Let running hooks finish until ``deadline`` (time.monotonic()), then kill and
-        record what is left, within CANCEL_GRACE_SECONDS more."""
+        record what is left, within CANCEL_GRACE_SECONDS more. ``exiting``: the process
+        exits once this returns, and its caller waits for that (a one-shot command: why
+        its shadow hooks are cut short), so no shadow hook is waited for on its own
+        account: they run on while close() waits for the rest, then are killed."""
         workers = self._async
         if workers is not None:
             workers.drain(deadline)
         with self._lock:
-            while self._sync_emits and time.monotonic() < deadline:
+            while (self._sync_emits or (self._shadows and exiting is None)) and time.monotonic() < deadline:
                 self._lock.wait(clamp_wait(deadline - time.monotonic()))
+        grace = time.monotonic() + CANCEL_GRACE_SECONDS
+        self._cut_shadows(self._interrupted or exiting or SHADOW_CUT_AT_CLOSE)
         if workers is not None:
             # What is left is killed (running) or never started (queued): each is recorded.
             workers.cancel_all(self._interrupted or CANCELLED_AT_SHUTDOWN)
-            workers.drain(time.monotonic() + CANCEL_GRACE_SECONDS)
+        self._wait_for_shadows(min(CANCEL_GRACE_SECONDS, EXIT_SHADOW_GRACE_SECONDS) if exiting else CANCEL_GRACE_SECONDS)
+        if workers is not None:
+            workers.drain(grace)
             workers.stop(CANCEL_GRACE_SECONDS)
         if self._threads is not None:
             self._threads.shutdown()
+
+
+class _Shadow:
+    """A shadow hook started by ``start_shadows``: its token, and its run settled once,
+    by whoever ends it first (its own thread, or close() when its runner will not stop)."""
+
+    __slots__ = ("hook", "cancel", "at", "started", "_settle", "_settled", "_lock")
+
+    def __init__(self, hook: Hook, settle: ShadowSettle) -> None:
+        self.hook = hook
+        self.cancel = CancelToken()
+        self.at = utc_timestamp()
+        self.started = time.monotonic()
+        self._settle = settle
+        self._settled = False
+        self._lock = threading.Lock()
+
+    def settle(self, run: Run, heard: bool, wait: bool = True) -> None:
+        with self._lock:
+            if self._settled:
+                return
+            self._settled = True
+        self._settle(run, heard, wait)
 
 
 class _Emitting:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 MATCHED = "matched"
 ASYNC = "async"
 NOT_BLOCKING = "not blocking"
+#: A shadow hook ("shadow": true): it runs and is recorded, and never enforces anything.
+SHADOW = "shadow"
 KILL_SWITCH = "kill switch"
 RECURSION_GUARD = "recursion guard"
 LOAD_ERROR = "load error"
@@ -36,7 +38,12 @@ DISABLED = "disabled"
 OTHER_EVENT = "other event"
 MATCHER = "matcher"
 #: The states in which a hook runs for the event.
-RUNS = (MATCHED, ASYNC, NOT_BLOCKING)
+RUNS = (MATCHED, ASYNC, NOT_BLOCKING, SHADOW)
+#: What a shadow hook does, whatever else its spec says ("blocking", "on_error").
+SHADOW_DETAIL = (
+    "matched; shadow: never enforces; it runs and is recorded with what it would have said, but its "
+    "answer (even a failure under its on_error) stays out of the decision, and an emit never waits for it"
+)
 
 
 @attrs.frozen
@@ -55,14 +62,17 @@ class HookVerdict:
     """One hook of the home, for one envelope."""
 
     hook_id: str
-    #: MATCHED, ASYNC or NOT_BLOCKING when it runs; else why not (KILL_SWITCH, ...).
+    #: MATCHED, ASYNC, NOT_BLOCKING or SHADOW when it runs; else why not (KILL_SWITCH, ...).
     status: str
     #: The same, for people: ``matcher 'bash' did not match tool_name 'write_file'``.
     detail: str
     event: str | None = None
     matcher: str | None = None
     mode: str | None = None
+    #: Whether its deny or rewrite takes effect: never for a shadow hook, whatever its spec.
     blocking: bool = False
+    #: A shadow hook: it runs and is recorded, its decision never enters the merge.
+    shadow: bool = False
     #: The hook's file is broken and its last good version is the one in effect.
     load_error: str | None = None
     run: RunTrace | None = None
@@ -89,6 +99,7 @@ class HookVerdict:
             "matcher": self.matcher,
             "mode": self.mode,
             "blocking": self.blocking,
+            "shadow": self.shadow,
             "load_error": self.load_error,
             "result": None if run is None else {
                 "decision": run.outcome.as_dict(),
@@ -183,8 +194,8 @@ def _field_value(envelope: Mapping[str, Any], field: str | None) -> str | None:
 def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard: str | None, kept: str | None) -> HookVerdict:
     spec = hook.spec
     common: dict[str, Any] = {
-        "event": hook.event, "matcher": spec.trigger.matcher, "mode": spec.mode, "blocking": spec.blocking, "load_error": kept,
-        "tier": hook.tier,
+        "event": hook.event, "matcher": spec.trigger.matcher, "mode": spec.mode, "blocking": spec.blocking and not spec.shadow,
+        "shadow": spec.shadow, "load_error": kept, "tier": hook.tier,
     }
     last_good = f" (its file is broken, so its last good version is in effect: {kept})" if kept else ""
     if guard is not None:
@@ -200,6 +211,8 @@ def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard
         status, detail = MATCHER, f"{MATCHER} {matcher!r} did not match {shown}{dialect}"
     elif not hook.is_sync:
         status, detail = ASYNC, "matched; async: runs in the background and cannot change the decision"
+    elif spec.shadow:
+        status, detail = SHADOW, SHADOW_DETAIL
     elif not spec.blocking:
         can_block = EVENTS[event].can_block
         why = 'not "blocking": true' if can_block else f"{event} cannot block"

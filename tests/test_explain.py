@@ -109,6 +109,40 @@ def test_matched_hooks_say_how_they_take_part(make_bus: Callable[..., HookBus], 
     assert stop["a-blocking"].status == OTHER_EVENT
 
 
+
+def test_a_shadow_hook_is_said_to_run_and_be_recorded_and_never_to_enforce(make_bus: Callable[..., HookBus], write_hook: Writer, home: Path) -> None:
+    """Issue 28, item 21: explain called a shadow hook "blocking: it can deny or rewrite"
+    (and a non-blocking one "it can add context"); it enforces nothing, not even context."""
+    from hookbus.explain import SHADOW
+
+    deny = """cat >/dev/null; echo '{"behavior": "deny", "reason": "too strict"}'"""
+    write_hook("a-shadow", mode="sync", blocking=True, shadow=True, command=deny)
+    write_hook("b-shadow", mode="sync", shadow=True, command="cat >/dev/null; echo careful")
+    for verdict in (verdicts(make_bus())[name] for name in ("a-shadow", "b-shadow")):
+        assert (verdict.status, verdict.runs, verdict.blocking, verdict.shadow) == (SHADOW, True, False, True)
+        assert "never enforces" in verdict.detail and "recorded" in verdict.detail
+        assert "can deny" not in verdict.detail and "can add context" not in verdict.detail
+    explained = json.loads(explain_cli(home, "--json").stdout)
+    hooks = {hook["id"]: hook for hook in explained["hooks"]}
+    for name in ("a-shadow", "b-shadow"):
+        assert (hooks[name]["status"], hooks[name]["blocking"], hooks[name]["shadow"], hooks[name]["matched"]) == ("shadow", False, True, True)
+    assert hooks["hookbus:protect_home"]["shadow"] is False
+    assert hooks["a-shadow"]["result"]["decision"] == {"behavior": "deny", "reason": "too strict"}
+    assert explained["decision"] == {"behavior": "allow"}
+    text = explain_cli(home).stdout
+    assert re.search(r"a-shadow +shadow +matched; shadow: never enforces; it runs and is recorded", text), text
+    for line in text.splitlines():
+        if "-shadow" in line:
+            assert "can deny" not in line and "can add context" not in line and "blocking" not in line, line
+    dry = explain_cli(home, "--dry-run").stdout
+    assert "async, not blocking or shadow would run" in dry
+    listed = json.loads(subprocess.run(
+        [sys.executable, "-m", "hookbus", "list", "--home", str(home), "--json"], capture_output=True, text=True, timeout=60,
+    ).stdout)
+    modes = {row["id"]: row["mode"] for row in listed["hooks"]}
+    assert (modes["a-shadow"], modes["b-shadow"]) == ("shadow (sync blocking)", "shadow (sync)")
+
+
 # -- what ran, and how it merged ---------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "
 STATUS_COLOURS = {
     "deny": "red", "error": "red", "load error": "red", "modify": "yellow", "context": "cyan",
     "allow": "green", "done": "green", "matched": "green", "cancelled": "yellow", "interrupted": "yellow",
+    "shadow": "dim",
 }
 
 

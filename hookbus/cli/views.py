@@ -54,7 +54,7 @@ def hook_rows(
         last = last_runs.get(hook.id)
         rows.append({
             "id": hook.id, "tier": hook.tier, "event": spec.trigger.event, "matcher": spec.trigger.matcher or "*",
-            "mode": spec.mode + (" blocking" if spec.blocking else "") + (" shadow" if spec.shadow else ""), "action": spec.action_key, "state": state,
+            "mode": _mode(spec.mode, spec.blocking, spec.shadow), "action": spec.action_key, "state": state,
             "last_fire": None if last is None else {"status": last.status, "at": last.at, "error": last.error},
             "error": error,
         })
@@ -67,6 +67,13 @@ def hook_rows(
         })
     rows.sort(key=lambda row: (_TIER_ORDER.get(str(row["tier"]), 0), str(row["id"])))
     return rows
+
+
+def _mode(mode: str, blocking: bool, shadow: bool) -> str:
+    """``hookbus list``'s MODE: what is enforced first. A shadow hook enforces nothing, so
+    it says ``shadow``, and then the mode it would have once promoted."""
+    enforced = mode + (" blocking" if blocking else "")
+    return f"shadow ({enforced})" if shadow else enforced
 
 
 #: ``hookbus list`` shows what the user cannot change first: the home guard, managed hooks.
@@ -200,7 +207,7 @@ def explain_lines(explanation: Mapping[str, Any], home: str, style: Style) -> li
         lines.append(f"no hooks in {home}/hooks")
     lines.append("")
     if dry_run:
-        lines.append("dry run: nothing ran; the hooks marked matched, async or not blocking would run")
+        lines.append("dry run: nothing ran; the hooks marked matched, async, not blocking or shadow would run")
         return lines
     for line in explanation.get("merge") or []:
         lines.append(printable(f"merge: {line}"))
