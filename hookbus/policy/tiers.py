@@ -40,6 +40,8 @@ class ManagedTier:
         self.loaded_identity = ""
         #: Whether a managed directory existed when the bus started.
         self.started_under_it = False
+        #: The variables that choose plugins and the import path, as the bus started with them.
+        self.environ: Mapping[str, str] = {}
         self._point_at(root, notes or [])
 
     def _point_at(self, root: str, notes: list[str]) -> None:
@@ -99,9 +101,12 @@ class ManagedTier:
         found where they are installed, never where the environment points
         (``plugintrust``). ``read``: read the managed settings.json first (the bus
         starting: its first load reads it again, and says what is wrong with it)."""
-        environ = os.environ if environ is None else environ
         if read:
             self.started_under_it = self.present
+            # As the process started: the selection is the bus's from then on, and the
+            # import path was made from PYTHONPATH then.
+            self.environ = {name: os.environ[name] for name in (*SELECTION_VARIABLES, "PYTHONPATH") if name in os.environ}
+        environ = self.environ if environ is None else environ
         if not self.present:
             self.plugin_notes = []
             self.tainted_by = []
