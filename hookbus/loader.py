@@ -3,6 +3,10 @@
 The loader remembers every hook directory it has seen. A reload re-reads only the
 directories it is told about (or, on a rescan, those whose stat changed) and keeps the
 last valid version of a hook whose file has become invalid, until the file is valid again.
+A hook whose spec is valid but whose script a fire would find broken (missing, not
+executable, a bad ``#!`` line: ``hookbus.policy.scripts``) is loaded all the same, so
+that its ``on_error`` decides each of its fires (a fail-closed guard must not vanish), and
+the script's problem is among the snapshot's problems, as ``failing_problems`` tells them.
 It is not thread-safe: the bus calls it under its reload lock.
 """
 
@@ -20,6 +24,7 @@ from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.files import LoadError, SpecFile, decode_document, is_ignored_name, is_part_of_hook, read_spec_file
 from hookbus.home import Home
 from hookbus.permissions import check_permissions
+from hookbus.policy.scripts import check_scripts
 from hookbus.registry import SPEC_NAMES, Snapshot
 from hookbus.runners import ParseContext, RunnerTable
 from hookbus.settings import Settings, load_settings
@@ -66,10 +71,12 @@ class HookState:
     #: Why the file as it is on disk is not in effect.
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: Why the hook in effect will fail when it fires: a script it runs is broken.
+    failing: tuple[Problem, ...] = ()
 
     @property
     def error_text(self) -> str | None:
-        return "; ".join(str(problem) for problem in self.problems) or None
+        return "; ".join(str(problem) for problem in (*self.problems, *self.failing)) or None
 
 
 def _is_text(name: str) -> bool:
@@ -178,6 +185,7 @@ class HookLoader:
         warnings += ToolNames.from_settings(self.settings.raw)[1]
         for state in self.states.values():
             problems += state.problems
+            problems += state.failing
             warnings += state.warnings
         return hooks, problems, warnings
 
@@ -336,7 +344,18 @@ class HookLoader:
             return self._failed(
                 signature, previous, [Problem(shown, e.message, e.location, hook_id) for e in errors]
             )
-        return HookState(signature, hook, (), tuple(warnings))
+        return HookState(signature, hook, (), tuple(warnings), self._failing(hook))
+
+    def _failing(self, hook: Hook) -> tuple[Problem, ...]:
+        """Why ``hook`` will fail when it fires: each script it runs from its directory that
+        is missing, cannot be run or read, or names no interpreter that runs. (A script that
+        runs from outside the directory is ``hookbus validate``'s to mention.)"""
+        shown = self.shown(hook.source)
+        try:
+            findings = check_scripts(hook, self.home.root, self._strict_modes(), root_only=self.root_only)
+        except (OSError, ValueError) as exc:  # a path the OS refuses to look at: say so, not crash the load
+            return (Problem(shown, f"the scripts it runs cannot be checked: {exc}", None, hook.id),)
+        return tuple(Problem(shown, finding.message, None, hook.id) for finding in findings if finding.fails)
 
     def _parse(self, spec: SpecFile) -> Hook:
         document = decode_document(spec.data, spec.kind)
@@ -357,15 +376,16 @@ class HookLoader:
         self.root_warning = None
         return events
 
-    @staticmethod
     def _failed(
-        signature: Signature, previous: HookState | None, problems: list[Problem]
+        self, signature: Signature, previous: HookState | None, problems: list[Problem]
     ) -> HookState:
-        """Keep the last good version in effect, if there is one."""
+        """Keep the last good version in effect, if there is one (its scripts checked as
+        they are now)."""
         kept = previous.hook if previous is not None else None
-        if kept is not None:
-            problems = [attrs.evolve(problem, kept_last_good=True) for problem in problems]
-        return HookState(signature, kept, tuple(problems))
+        if kept is None:
+            return HookState(signature, None, tuple(problems))
+        problems = [attrs.evolve(problem, kept_last_good=True) for problem in problems]
+        return HookState(signature, kept, tuple(problems), failing=self._failing(kept))
 
     def _set(self, hook_id: str, state: HookState | None) -> list[LoadEvent]:
         previous = self.states.get(hook_id)
@@ -377,15 +397,31 @@ class HookLoader:
             return [LoadEvent("removed", shown)]
         self.states[hook_id] = state
         events = [LoadEvent("warning", warning) for warning in state.warnings]
+        # Loaded, but a fire will fail: a warning, never "loaded", in serve's log and watch.
+        events += [LoadEvent("warning", str(problem)) for problem in state.failing]
         if state.problems:
             kind: ChangeKind = "kept" if state.hook is not None else "skipped"
             return events + [LoadEvent(kind, str(problem)) for problem in state.problems]
         assert state.hook is not None
-        if not self.verbose:
+        if not self.verbose or state.failing:
             return events
         spec = state.hook.spec
         detail = f"{spec.trigger.event} {spec.mode}{' blocking' if spec.blocking else ''}, {spec.action_key}"
         if not spec.enabled:
             detail += ", disabled"
-        changed = previous is None or previous.hook is None or previous.problems
+        changed = previous is None or previous.hook is None or previous.problems or previous.failing
         return events + [LoadEvent("loaded" if changed else "reloaded", shown, detail)]
+
+
+def failing_problems(snapshot: Snapshot) -> dict[str, tuple[Problem, ...]]:
+    """The problems of each hook of ``snapshot`` that is in effect and will fail when it
+    fires (a script it runs is broken), by hook id: what ``list`` shows as ``broken (will
+    fail)`` and ``explain`` as "it will fail". Told apart from the other problems that
+    name a loaded hook: a broken file whose last good version runs (``kept_last_good``),
+    and a user hook refused for a managed one's id (another tier)."""
+    failing: dict[str, tuple[Problem, ...]] = {}
+    for problem in snapshot.problems:
+        hook = snapshot.hooks.get(problem.hook_id) if problem.hook_id is not None else None
+        if hook is not None and not problem.kept_last_good and problem.tier == hook.tier:
+            failing[hook.id] = (*failing.get(hook.id, ()), problem)
+    return failing

@@ -438,7 +438,7 @@ def test_list_shows_hooks_last_status_and_skipped(tmp_path, home, write_hook, fl
     ]
     assert rows["quiet"] == ["quiet", "Stop", "*", "async", "command", "enabled", "never"]
     assert rows["bad"][:6] == ["bad", "?", "?", "?", "?", "broken (not loaded)"]  # shown, with its error
-    skipped = result.stdout.split("1 problem (skipped files, or a broken file whose last good version runs):\n")[1]
+    skipped = result.stdout.split("1 problem (skipped files, a broken file whose last good version runs, or a hook that will fail):\n")[1]
     assert skipped == f"  {INVALID_BLOCKING}\n"
 
 

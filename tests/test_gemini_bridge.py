@@ -38,11 +38,17 @@ BEFORE_SHELL = {
 
 
 def gemini(home: Path, envelope: dict[str, Any] | str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``hookbus gemini-cli-hook --home HOME``, with the Stop memory of this test alone."""
     stdin = envelope if isinstance(envelope, str) else json.dumps(envelope)
     return subprocess.run(
         [sys.executable, "-m", "hookbus", "gemini-cli-hook", "--home", str(home), *extra],
-        input=stdin, capture_output=True, text=True, timeout=60, env=env,
+        input=stdin, capture_output=True, text=True, timeout=60, env=env or stop_memory_of(home),
     )
+
+
+def stop_memory_of(home: Path, **overrides: str) -> dict[str, str]:
+    """This environment, with the bridges' Stop memory beside ``home`` (not the user's)."""
+    return environment(XDG_STATE_HOME=str(home.parent / "state"), XDG_RUNTIME_DIR=None, **overrides)
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -318,7 +324,7 @@ def test_geminis_false_stop_flag_does_not_hide_the_buss_memory(write_hook: Write
     """Gemini CLI says stop_hook_active: false on every AfterAgent, even after a hook kept the
     agent going: a gate that trusted it would never let the agent stop."""
     directory = write_hook("gate", event="Stop", mode="sync", dialect="claude-code", command=ONCE_GATE).parent
-    with Served(home):
+    with Served(home, env=stop_memory_of(home)):
         answers = [json.loads(gemini(home, AFTER_AGENT).stdout) for _ in range(3)]
     assert answers == [{"decision": "deny", "reason": "run the tests"}, {}, {"decision": "deny", "reason": "run the tests"}]
     assert seen_flags(directory) == ["absent", True, "absent"]
@@ -336,9 +342,10 @@ def test_without_a_server_the_false_flag_is_left_out_and_a_true_one_kept(write_h
     assert json.loads((native / "seen.json").read_text())["stop_hook_active"] is True
 
 
-def test_cc_stop_gate_lets_gemini_cli_stop_after_its_blocks(home: Path, tmp_path: Path) -> None:
-    """contrib's cc-stop-gate, unchanged, on Gemini CLI without a server: no flag, so it
-    counts its own blocks and lets the agent stop after CC_STOP_GATE_MAX_BLOCKS."""
+def test_cc_stop_gate_lets_gemini_cli_stop_after_one_block(home: Path, tmp_path: Path) -> None:
+    """contrib's cc-stop-gate, unchanged, on Gemini CLI without a server: hookbus's memory
+    says stop_hook_active: true after the gate kept the agent going, so it lets the next
+    stop through, as under Claude Code (not after CC_STOP_GATE_MAX_BLOCKS of its own)."""
     import shutil
 
     contrib = Path(__file__).resolve().parents[1] / "contrib" / "hooks" / "cc-stop-gate"
@@ -347,6 +354,6 @@ def test_cc_stop_gate_lets_gemini_cli_stop_after_its_blocks(home: Path, tmp_path
     project.mkdir()
     (project / ".stop-gate").write_text("the docs are not written\n")
     (tmp_path / "tmp").mkdir()
-    env = environment(GEMINI_PROJECT_DIR=str(project), TMPDIR=str(tmp_path / "tmp"), CC_STOP_GATE_MAX_BLOCKS="2")
+    env = stop_memory_of(home, GEMINI_PROJECT_DIR=str(project), TMPDIR=str(tmp_path / "tmp"), CC_STOP_GATE_MAX_BLOCKS="5")
     answers = [json.loads(gemini(home, AFTER_AGENT, "--no-server", env=env).stdout).get("decision") for _ in range(3)]
-    assert answers == ["deny", "deny", None]
+    assert answers == ["deny", None, "deny"]

@@ -82,7 +82,10 @@ def test_a_home_that_does_not_exist_is_warned_about(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = hookbus("emit", "Stop", "--home", str(missing), input="{}")
     assert result.stdout == '{"behavior": "allow"}\n'
-    assert f"the home {missing} does not exist, so no hook can fire" in result.stderr
+    assert result.stderr == (
+        f"hookbus emit: the home {missing} does not exist, so no hook of yours can fire: make one with "
+        "`hookbus new ID --event EVENT`, or name the right one with --home or $VIX_HOME\n"
+    )
 
 
 def test_an_empty_home_option_means_what_an_empty_vix_home_means(tmp_path: Path, write_hook: Writer, home: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -273,13 +274,27 @@ print(json.dumps(result))
 """
 
 
+def reachable_by_everyone() -> str:
+    """A directory another user can reach: every directory on the way to it searchable by
+    others. The temporary directory when it is one; else /tmp or /var/tmp (a TMPDIR private
+    to the user, as macOS gives each user, is not)."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        path = Path(candidate).resolve()
+        try:
+            if path.is_dir() and all(os.stat(step).st_mode & stat.S_IXOTH for step in (path, *path.parents)):
+                return str(path)
+        except OSError:
+            continue
+    pytest.skip("no directory here that another user can reach, to put a home in")
+
+
 @pytest.mark.timeout(60)
 def test_non_root_bus_trusts_itself_and_root_but_nobody_else(tmp_path: Path) -> None:
     user, stranger = FOREIGN_UID, FOREIGN_UID + 1
     warm = tmp_path / "warm"
     (warm / "hooks").mkdir(parents=True)
     # tmp_path's parents are root-only; the child's uid needs a home it can reach.
-    with tempfile.TemporaryDirectory(prefix="hookbus-perm-") as top:
+    with tempfile.TemporaryDirectory(prefix="hookbus-perm-", dir=reachable_by_everyone()) as top:
         os.chmod(top, 0o755)
         home = Path(top) / "home"
         # (hook, owner of its directory, owner of its hook.json)

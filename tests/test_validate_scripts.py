@@ -13,11 +13,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
 from conftest import HookWriter
+from hookbus import HookBus
 from hookbus.cli.scripts import script_uses
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -116,10 +117,11 @@ def test_a_script_must_stay_in_the_hooks_directory(tmp_path: Path, home: Path, w
     (home / "hooks" / "escapes-dir" / "sub").mkdir()
     code, lines = validate(tmp_path, home)
     assert code == 1
+    # What fails a fire is a load problem, said first; then what runs, unchecked, from outside.
     assert lines == [
         f"hooks/dangling/hook.json: the command runs $HOOKBUS_HOOK_DIR/later.sh, which is a symbolic link to {dangling / 'not-yet.sh'}, which does not exist",
-        f"hooks/escapes/hook.json: the command runs $HOOKBUS_HOOK_DIR/../../shared.sh, which leads out of the hook's directory (to {home / 'shared.sh'}): hookbus checks only what is in hooks/escapes; copy the script there",
         "hooks/escapes-dir/hook.json: the command runs $HOOKBUS_HOOK_DIR/sub, which is a directory, not a script",
+        f"hooks/escapes/hook.json: the command runs $HOOKBUS_HOOK_DIR/../../shared.sh, which leads out of the hook's directory (to {home / 'shared.sh'}): hookbus checks only what is in hooks/escapes; copy the script there",
         f"hooks/linked/hook.json: the command runs $HOOKBUS_HOOK_DIR/true, which leads out of the hook's directory through a symbolic link (to {real_true}): hookbus checks only what is in hooks/linked; copy the script there",
         f"no valid hooks, 4 problems in {home / 'hooks'}",
     ]
@@ -238,3 +240,154 @@ def test_what_is_no_script_of_the_hook_is_left_alone(tmp_path: Path, home: Path,
 )
 def test_the_words_a_command_runs(command: str, expected: list[tuple[str, str | None]]) -> None:
     assert [(use.word.shown, use.how) for use in script_uses(command)] == expected
+
+
+# -- what validate says, the bus shows ------------------------------------------------------
+#
+# A hook whose script cannot run is loaded all the same (its on_error must still decide each
+# fire: a fail-closed guard that vanished would let its event through), and the problem is
+# carried everywhere: in the snapshot's problems, serve's log, list, explain and status.
+
+
+def run_cli(tmp_path: Path, home: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("VIX_HOME", "VIX_DISABLE_HOOKS", "HOOKBUS_SOCKET")}
+    (tmp_path / "user-home").mkdir(exist_ok=True)
+    env.update(HOME=str(tmp_path / "user-home"), NO_COLOR="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "hookbus", *arguments, "--home", str(home)],
+        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def replace_with_a_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+#: How the script is broken: (what to do to it, what the problem says after "which ").
+BROKEN: dict[str, tuple[Callable[[Path], object], str]] = {
+    "not executable": (lambda path: path.chmod(0o644), "is not executable: run chmod +x {path}"),
+    "missing": (lambda path: path.unlink(), "does not exist: put it in {path.parent}"),
+    "a directory": (lambda path: replace_with_a_directory(path), "is a directory, not a script"),
+    "a bad interpreter line": (
+        lambda path: path.write_text("#!/nonexistent/bash\nexit 0\n"),
+        "names /nonexistent/bash on its #! line, which does not exist",
+    ),
+    "Windows line endings": (
+        lambda path: path.write_text("#!/bin/sh\r\nexit 0\r\n"),
+        "ends its #! line with a carriage return (Windows line endings), which the kernel takes as part "
+        "of '/bin/sh\\r': run sed -i 's/\\r$//' {path}",
+    ),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("broken", list(BROKEN))
+def test_a_hook_whose_script_cannot_run_stays_loaded_and_every_view_says_so(
+    broken: str, tmp_path: Path, home: Path, write_hook: HookWriter, make_bus: Callable[..., HookBus]
+) -> None:
+    directory = guard(write_hook, '"$HOOKBUS_HOOK_DIR/check.sh"', files={"check.sh": "#!/bin/sh\nexit 0\n"})
+    script = directory / "check.sh"
+    spoil, said = BROKEN[broken]
+    spoil(script)
+    line = f"hooks/guard/hook.json: the command runs $HOOKBUS_HOOK_DIR/check.sh, which {said.format(path=script)}"
+
+    bus = make_bus()
+    assert "guard" in bus.snapshot.hooks  # not dropped: its on_error decides every fire
+    assert [str(problem) for problem in bus.problems] == [line]
+    decision = bus.emit("PreToolUse", {"tool_name": "bash"})
+    assert decision.behavior == "deny"  # "on_error": "deny": it fails closed
+
+    validated = run_cli(tmp_path, home, "validate")
+    assert (validated.returncode, validated.stdout.splitlines()) == (1, [line, f"no valid hooks, 1 problem in {home / 'hooks'}"])
+
+    listed = json.loads(run_cli(tmp_path, home, "list", "--json").stdout)
+    [row] = [row for row in listed["hooks"] if row["id"] == "guard"]
+    assert (row["state"], row["error"]) == ("broken (will fail)", line.split(": ", 1)[1])
+    assert listed["problems"] == [line]
+    text = run_cli(tmp_path, home, "list").stdout
+    assert "broken (will fail)" in text and f"  {line}" in text
+
+    explained = json.loads(run_cli(tmp_path, home, "explain", "PreToolUse", "--dry-run", "--json").stdout)
+    [verdict] = [verdict for verdict in explained["hooks"] if verdict["id"] == "guard"]
+    assert verdict["detail"].endswith(f" (it will fail when it runs: {line})")
+
+
+@pytest.mark.timeout(120)
+def test_serve_warns_of_a_script_that_cannot_run_and_counts_it(tmp_path: Path, home: Path, write_hook: HookWriter) -> None:
+    from servekit import Served
+
+    directory = guard(write_hook, '"$HOOKBUS_HOOK_DIR/check.sh"', files={"check.sh": SCRIPT})
+    (directory / "check.sh").chmod(0o644)
+    line = f"hooks/guard/hook.json: the command runs $HOOKBUS_HOOK_DIR/check.sh, which is not executable: run chmod +x {directory / 'check.sh'}"
+    env = {key: value for key, value in os.environ.items() if key not in ("VIX_HOME", "HOOKBUS_SOCKET")}
+    with Served(home, env=env) as served:
+        status = run_cli(tmp_path, home, "status")
+        listed = run_cli(tmp_path, home, "list", "--json")
+    assert f"hookbus: warning: {line}" in served.lines
+    assert not any("loaded hooks/guard" in logged for logged in served.lines), served.stderr
+    assert status.returncode == 0
+    assert f"1 problem (" in status.stdout and f"  {line}" in status.stdout
+    assert json.loads(listed.stdout)["problems"] == [line]
+
+
+@pytest.mark.timeout(60)
+def test_chmod_x_on_the_script_reloads_the_hook_clean(home: Path, write_hook: HookWriter, make_bus: Callable[..., HookBus]) -> None:
+    directory = guard(write_hook, '"$HOOKBUS_HOOK_DIR/check.sh"', files={"check.sh": "#!/bin/sh\necho 'checked' >&2\nexit 2\n"})
+    (directory / "check.sh").chmod(0o644)
+    bus = make_bus(watch=True)
+    assert [problem.hook_id for problem in bus.problems] == ["guard"]
+    assert bus.emit("PreToolUse", {"tool_name": "bash"}).reason != "hook 'guard' denied: checked"
+    generation = bus.generation
+    (directory / "check.sh").chmod(0o755)
+    assert bus.wait_for_reload(generation, 10)
+    from conftest import wait_until
+
+    wait_until(bus, lambda: not bus.problems)
+    assert bus.emit("PreToolUse", {"tool_name": "bash"}).reason == "hook 'guard' denied: checked"
+
+
+@pytest.mark.timeout(60)
+def test_what_only_validate_can_judge_is_no_load_problem(tmp_path: Path, home: Path, write_hook: HookWriter, make_bus: Callable[..., HookBus]) -> None:
+    """A script reached through a link out of the hook's directory runs; hookbus only could
+    not check it. validate says so (exit 1); the bus runs the hook, and lists it enabled."""
+    linked = guard(write_hook, '"$HOOKBUS_HOOK_DIR/true"', hook_id="linked")
+    (linked / "true").symlink_to(shutil.which("true") or "/bin/true")
+    bus = make_bus()
+    assert "linked" in bus.snapshot.hooks and not bus.problems
+    assert bus.emit("PreToolUse", {"tool_name": "bash"}).behavior == "allow"
+    assert validate(tmp_path, home)[0] == 1
+    [row] = [row for row in json.loads(run_cli(tmp_path, home, "list", "--json").stdout)["hooks"] if row["id"] == "linked"]
+    assert row["state"] == "enabled"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(os.geteuid() != 0, reason="root must own the managed directory")
+def test_a_managed_hooks_script_that_cannot_run_is_shown_as_the_managed_tiers(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    managed = tmp_path / "managed"
+    directory = managed / "hooks" / "org-guard"
+    directory.mkdir(parents=True)
+    for step in (managed, managed / "hooks", directory):
+        step.chmod(0o755)
+    (directory / "hook.json").write_text(json.dumps(
+        {"trigger": {"event": "PreToolUse"}, "mode": "sync", "blocking": True, "on_error": "deny", "command": '"$HOOKBUS_HOOK_DIR/check.sh"'}
+    ))
+    (directory / "check.sh").write_text(SCRIPT)
+    (directory / "check.sh").chmod(0o644)
+    monkeypatch.setenv("HOOKBUS_MANAGED_DIR", str(managed))
+    line = (
+        f"{directory / 'hook.json'}: the command runs $HOOKBUS_HOOK_DIR/check.sh, which is not executable: "
+        f"run chmod +x {directory / 'check.sh'}"
+    )
+    with HookBus(home) as bus:
+        assert bus.snapshot.hooks["org-guard"].tier == "managed"
+        assert [(str(problem), problem.tier) for problem in bus.problems] == [(line, "managed")]
+        assert bus.emit("PreToolUse", {"tool_name": "bash"}).behavior == "deny"
+    validated = run_cli(tmp_path, home, "validate")
+    assert (validated.returncode, validated.stdout.splitlines()[0]) == (1, line)
+    [row] = [row for row in json.loads(run_cli(tmp_path, home, "list", "--json").stdout)["hooks"] if row["id"] == "org-guard"]
+    assert (row["tier"], row["state"]) == ("managed", "broken (will fail)")

@@ -117,13 +117,35 @@ def open_bus(args: argparse.Namespace, quiet: bool = False, read_only: bool = Fa
     if quiet:
         logging.getLogger("hookbus.load").setLevel(logging.ERROR)
     bus = HookBus(args.home, read_only=read_only)
-    root = bus.home.root
-    if not root.is_dir():
-        warn(
-            f"hookbus {args.verb}: the home {root} does not exist, so no hook can fire: create "
-            f"{root}/hooks/<id>/hook.json, or name another home with --home or VIX_HOME"
-        )
+    missing = home_problem(str(bus.home.root))
+    if missing is not None:
+        # Managed hooks and the home guard still run: only the user's hooks cannot exist.
+        warn(f"hookbus {args.verb}: {missing}, so no hook of yours can fire: {MAKE_A_HOME}")
     return bus
+
+
+#: How to get a home, said wherever one is missing.
+MAKE_A_HOME = "make one with `hookbus new ID --event EVENT`, or name the right one with --home or $VIX_HOME"
+
+
+def home_problem(root: str) -> str | None:
+    """Why ``root`` is no home (it does not exist, or is not a directory); None when it is
+    one. Nothing is made: a mistyped ``--home`` must not become a new, empty home."""
+    import os
+
+    if os.path.isdir(root):
+        return None
+    return f"the home {root} {'is not a directory' if os.path.lexists(root) else 'does not exist'}"
+
+
+def require_home(args: argparse.Namespace) -> None:
+    """UsageError (exit 1, one line) when the home a verb inspects does not exist: an empty
+    answer about it (no hooks, nothing to validate, no fires) would hide the mistake."""
+    from hookbus.homepath import home_root
+
+    missing = home_problem(home_root(args.home))
+    if missing is not None:
+        raise UsageError(f"{missing}: {MAKE_A_HOME}")
 
 
 class Interrupts:

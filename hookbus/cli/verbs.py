@@ -1,9 +1,10 @@
 """The ``hookbus`` command line. Every verb that reads a home takes ``--home DIR`` (else
 $VIX_HOME, else ~/.vix); ``schema`` and ``demo`` read none.
 
-Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error,
-or (trigger) the hook failed, or (validate, new) a hook is not valid; 3 (status) no server
-serves the home; 130 or 143 when SIGINT or SIGTERM interrupted emit or trigger. ``--json``
+Exit codes: 0 success (emit: allow, context, modify), 2 emit denied, 1 usage or config error
+(a home that does not exist, for the verbs that inspect one), or (trigger) the hook failed,
+or (validate, new) a hook is not valid; 3 (status) no server serves the home; 130 or 143
+when SIGINT or SIGTERM interrupted emit or trigger. ``--json``
 (list, validate, plugins, status, explain; log: JSON Lines) changes what is printed, never
 the exit code.
 Everything printed for people goes through ``hookbus.terminal.printable``: reasons and
@@ -29,6 +30,7 @@ from hookbus.cli.core import (
     kept_by_a_running_bus,
     open_bus,
     read_envelope,
+    require_home,
     say,
 )
 from hookbus.terminal import printable
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.cli.logfilter import LogFilter
     from hookbus.records import RunRecord
+    from hookbus.registry import Snapshot
     from hookbus.spec import Hook
 
 #: How many of the latest records each poll of `log --follow` looks at, on other backends.
@@ -100,8 +103,11 @@ def cmd_emit(args: argparse.Namespace) -> int:
     if decision is not None:
         _print_decision(decision)
         return 2 if decision.get("behavior") == "deny" else 0
+    from hookbus.bus import exits_once_answered
+
     interrupts = Interrupts()
-    decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision, undecided)
+    with exits_once_answered("hookbus emit"):  # its caller waits for the exit: no shadow hook may hold it
+        decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision, undecided)
     return interrupts.exit_code(2 if decision.get("behavior") == "deny" else 0)
 
 
@@ -136,7 +142,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
             last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.every_hook}
             kept = {hook_id: kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
-            rows = hook_rows(snapshot, last_runs, kept)
+            rows = _with_failing(hook_rows(snapshot, last_runs, kept), snapshot)
             problems = [str(problem) for problem in snapshot.problems]
             warnings = list(snapshot.warnings)
             home, disabled, generation = str(bus.home.root), snapshot.settings.disabled_reason, snapshot.generation
@@ -158,10 +164,31 @@ def cmd_list(args: argparse.Namespace) -> int:
         say(f"your hooks are off (managed hooks and the home guard still run): {disabled}")
     if problems:
         print()
-        say(f"{plural(len(problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
+        say(f"{plural(len(problems), 'problem')} (skipped files, a broken file whose last good version runs, or a hook that will fail):")
         for problem in problems:
             say(f"  {problem}")
     return 0
+
+
+#: ``list``'s state of a hook in effect that will fail when it fires: a script it runs is
+#: missing, cannot be run, or names no interpreter that runs.
+WILL_FAIL = "broken (will fail)"
+
+
+def _with_failing(rows: list[dict[str, Any]], snapshot: Snapshot) -> list[dict[str, Any]]:
+    """``rows`` (``hook_rows``), with each enabled hook that will fail when it fires said to
+    be broken, and its problem as its error: loaded, it looks enabled, and every fire fails."""
+    from hookbus.loader import failing_problems
+
+    failing = failing_problems(snapshot)
+    for row in rows:
+        problems = failing.get(str(row["id"]))
+        if not problems or row.get("tier") != problems[0].tier:
+            continue
+        if row.get("state") == "enabled":
+            row["state"] = WILL_FAIL
+        row["error"] = row.get("error") or "; ".join(problem.message for problem in problems)
+    return rows
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -190,20 +217,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
         layout = list(findings)
         lines += findings
         broken = {problem.hook_id for problem in problems}
-        # A loaded hook whose script is missing, not executable or outside its directory
-        # would fail (open) at every fire: that is a problem now, not at the first fire.
+        kept = {problem.hook_id for problem in problems if problem.kept_last_good}
+        # A script that a fire would find broken is a load problem already (the loader
+        # checks it); what is left is a script that runs from outside the hook's directory,
+        # where nothing is checked, and the hook's fixture files.
         from hookbus.policy.fixtures import fixture_problems
 
+        said = {str(problem) for problem in problems}
         scripts = {
-            hook_id: script_findings(hook, bus.home.root, snapshot.settings.strict_modes)
+            hook_id: [line for line in script_findings(hook, bus.home.root, snapshot.settings.strict_modes) if line not in said]
             + (fixture_problems(bus.home.root, hook_id) if hook.tier == "user" else [])
             for hook_id, hook in snapshot.hooks.items()
-            if (not wanted or hook_id in wanted) and hook_id not in broken and hook.tier != "builtin"
+            if (not wanted or hook_id in wanted) and hook_id not in kept and hook.tier != "builtin"
         }
         for finding in (line for found in scripts.values() for line in found):
             lines.append(finding)
             findings.append(finding)
-        valid = [hook_id for hook_id, found in scripts.items() if not found]
+        valid = [hook_id for hook_id, found in scripts.items() if not found and hook_id not in broken]
         lines += [f"ok  {_shown_hook(snapshot.hooks[hook_id])}" for hook_id in valid]
         if not wanted:
             if not snapshot.hooks and not problems and not findings:
@@ -269,6 +299,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                 explanation = bus.explain(args.event, envelope, dry_run=args.dry_run, undecided=undecided).as_json()
             finally:
                 bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
+        _say_what_will_fail(explanation, bus.snapshot)
         home = str(bus.home.root)
         source = "as decided by this process (no hookbus serve answers for this home)"
     if args.json:
@@ -278,6 +309,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
             print(line)
         say(source)
     return interrupts.exit_code(0)
+
+
+def _say_what_will_fail(explanation: dict[str, Any], snapshot: Snapshot) -> None:
+    """Add to the verdict of each hook that will fail when it runs (a script it runs is
+    broken) why: matched, it would look as if it could decide."""
+    from hookbus.loader import failing_problems
+
+    failing = failing_problems(snapshot)
+    for verdict in explanation.get("hooks") or ():
+        problems = failing.get(str(verdict.get("id")))
+        said = f"(it will fail when it runs: {'; '.join(map(str, problems or ()))})"
+        if problems and verdict.get("tier") == problems[0].tier and said not in str(verdict.get("detail")):
+            verdict["detail"] = f"{verdict.get('detail')} {said}"
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
@@ -590,7 +634,9 @@ def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http", metavar="127.0.0.1:PORT",
         help="also answer Claude Code's http hooks on POST /claude-code at this loopback address (PORT 0: a free "
-        "one); every request needs the bearer token of $HOOKBUS_HTTP_TOKEN or HOME/run/http.token; see docs/claude-code.md",
+        "one); every request needs the bearer token of $HOOKBUS_HTTP_TOKEN or HOME/run/http.token. Under systemd "
+        "socket activation (contrib/systemd/hookbus.socket, which holds the port across restarts) the socket passed "
+        "is taken, and must be on this address; see docs/claude-code.md",
     )
     parser.set_defaults(func=cmd_serve)
 
@@ -764,7 +810,7 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "plugins, compared with what this environment would load (a plugin installed after the "
         "server started: restart it). Exit 0 when a server serves the home; 3 when none does "
         "(one line says why; with --json also {\"serving\": false, \"home\": ..., \"socket\": ...}); "
-        "1 when one is there but does not answer.",
+        "1 when one is there but does not answer, or the home does not exist.",
         _add_status,
     ),
     "trigger": (
@@ -844,6 +890,12 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
 
 #: Verbs that read no home: schema depends on the installed plugins, demo makes its own.
 _HOMELESS_VERBS = ("schema", "demo")
+#: Verbs about a home, which refuse one that does not exist (exit 1): what they would say
+#: of it (no hooks, nothing to validate, no fires, no server) would hide a mistyped --home.
+#: serve too: its socket goes in the home, and a server of nothing helps no one. The others
+#: go on: emit and the bridges decide (a missing home must never break the host; they say
+#: it on stderr), plugins shows the installation, and new, install and import make the home.
+_INSPECTING_VERBS = ("validate", "list", "log", "explain", "test", "replay", "status", "trigger", "watch", "serve")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -908,6 +960,8 @@ def _main(argv: Sequence[str] | None, undecided: str | None) -> int:
 
         log_to_stderr()
     try:
+        if args.verb in _INSPECTING_VERBS:
+            require_home(args)
         result = args.func(args)
         assert isinstance(result, int)
         return result

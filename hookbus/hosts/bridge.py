@@ -233,16 +233,43 @@ class GeminiHost(Host):
     __slots__ = ()
 
     def request(self, host_envelope: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[str, dict[str, Any]] | None:
-        """As ``Host.request``; but a ``stop_hook_active: false`` on AfterAgent is left out.
-        Gemini CLI sends false on every AfterAgent, even after a hook kept the agent going,
-        so a false would hide the bus's own memory (true after it answered ``continue_with``)
-        and a gate that trusts it would keep the agent going until Gemini's loop detector
-        stops it. Without the field, a gate sees the bus's true, or no flag at all (and
-        counts its blocks itself, as contrib's cc-stop-gate does). A true is kept."""
+        """As ``Host.request``; but on AfterAgent, ``stop_hook_active`` is hookbus's. Gemini
+        CLI sends false on every AfterAgent, even after a hook kept the agent going, and a
+        gate that trusted it would keep the agent going until Gemini's loop detector stops
+        it. So the envelope says ``true`` when the last AfterAgent of the session was
+        answered "go on" (``hookbus.stopguard``'s memory on disk, which every hook sees,
+        native or dialect, in-process or through a server), and no flag otherwise, as
+        where the bus keeps one (a gate that finds none may count its own blocks, as
+        contrib's cc-stop-gate does). A true from Gemini CLI is kept."""
         request = super().request(host_envelope, environ)
-        if request is not None and request[0] == "Stop" and request[1].get("stop_hook_active") is False:
-            del request[1]["stop_hook_active"]
+        if request is None or request[0] != "Stop":
+            return request
+        envelope = request[1]
+        if envelope.get("stop_hook_active") is not True:
+            from hookbus.stopguard import remembered_stop
+
+            envelope.pop("stop_hook_active", None)
+            if remembered_stop(environ, "Stop", envelope):
+                envelope["stop_hook_active"] = True
         return request
+
+    def answer(self, host_event: str, event: str, envelope: Mapping[str, Any], decision: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+        """As ``Host.answer``; and on AfterAgent, remember whether the agent was told to go
+        on, for the next AfterAgent of the session (``request``)."""
+        output, notes = super().answer(host_event, event, envelope, decision)
+        if event == "Stop":
+            import os
+
+            from hookbus.stopguard import remember_stop
+
+            continued = bool(decision.get("continue_with"))
+            why = remember_stop(os.environ, "Stop", envelope, continued)
+            if why is not None:
+                notes.append(
+                    f"cannot remember that the agent was told to go on ({why}): its next AfterAgent will not "
+                    "say stop_hook_active: true"
+                )
+        return output, notes
 
     def _unsaid(self, event: str, decision: dict[str, Any]) -> list[str]:
         # Gemini CLI takes "ask" (gemini_output says it as decision: ask) but has no

@@ -504,17 +504,20 @@ def test_a_log_path_others_can_redirect_is_reported_before_a_fire_is_lost(
         assert_loud(home, bus, needle)
 
 
-@pytest.mark.parametrize("target", ["a file not yet made in /tmp", "a file in a directory not yet made in /tmp"])
+@pytest.mark.parametrize(
+    "target", ["a file not yet made in a directory like /tmp", "a file in a directory not yet made in a directory like /tmp"]
+)
 def test_a_dangling_link_others_could_fill_in_is_refused(
-    target: str, home: Path, write_hook: Writer, make_bus: Maker
+    target: str, home: Path, tmp_path: Path, write_hook: Writer, make_bus: Maker
 ) -> None:
     with attack(2, f"hook directory: a dangling link to {target}"):
-        import tempfile
-        import uuid
-
         # Another user can create the missing target later, and the watcher would not see it.
-        name = f"hookbus-attack-{uuid.uuid4().hex}"
-        missing = Path(tempfile.gettempdir()) / name / "check.sh" if "directory" in target else Path(tempfile.gettempdir()) / f"{name}.sh"
+        # The shared directory is made here, world-writable and sticky as /tmp is: TMPDIR
+        # need not be one (macOS gives each user a private one).
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        shared.chmod(0o1777)
+        missing = shared / "not-yet" / "check.sh" if "directory not yet made" in target else shared / "not-yet.sh"
         write_hook("guarded", mode="sync", blocking=True, command='"$HOOKBUS_HOOK_DIR/check.sh"')
         (home / "hooks" / "guarded" / "check.sh").symlink_to(missing)
         bus = make_bus()
@@ -528,3 +531,89 @@ def test_a_dangling_link_into_a_safe_directory_loads(home: Path, tmp_path: Path,
         write_hook("guarded", mode="sync", blocking=True, command='"$HOOKBUS_HOOK_DIR/check.sh"')
         (home / "hooks" / "guarded" / "check.sh").symlink_to(tmp_path / "not-yet.sh")
         assert "guarded" in make_bus().snapshot.hooks
+
+
+# -- the bridges' Stop memory (Gemini CLI's stop_hook_active) ---------------------------------
+
+#: A native Stop gate under Gemini CLI: it keeps the agent going unless the envelope says it
+#: did once already. A planted "it did" would let the agent stop without the gate's check.
+STOP_GATE = (
+    "if jq -e '.stop_hook_active == true' > /dev/null; then exit 0; fi; "
+    """echo '{"decision": "block", "reason": "run the tests"}'"""
+)
+AFTER_AGENT = {"hook_event_name": "AfterAgent", "session_id": "s", "prompt": "p", "prompt_response": "r", "stop_hook_active": False}
+
+
+def gemini_stop(home: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("XDG_RUNTIME_DIR", "VIX_HOME", "HOOKBUS_SOCKET")}
+    return subprocess.run(
+        [HOOKBUS, "gemini-cli-hook", "--home", str(home), "--no-server"], input=json.dumps(AFTER_AGENT),
+        capture_output=True, text=True, timeout=60, env={**env, "XDG_STATE_HOME": str(state)},
+    )
+
+
+def plant_a_remembered_stop(stops: Path) -> Path:
+    """The entry that says session "s" was told to go on, as the bridge itself would name it."""
+    from hookbus.stopguard import _key
+
+    key = _key("Stop", {"thread_id": "s"})
+    assert key is not None
+    entry = stops / key.hex()
+    entry.write_text("")
+    return entry
+
+
+def assert_not_believed(home: Path, state: Path, stops: Path) -> None:
+    """The gate keeps the agent going (no planted flag reached it), the answer stands, one
+    line says the memory could not be used, and nothing is written there."""
+    before = sorted(os.listdir(stops)) if stops.is_dir() and not stops.is_symlink() else None
+    result = gemini_stop(home, state)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"decision": "deny", "reason": "run the tests"}
+    assert result.stderr == (
+        "hookbus gemini-cli-hook: cannot remember that the agent was told to go on (no private directory for it "
+        f"at {stops}): its next AfterAgent will not say stop_hook_active: true\n"
+    )
+    if before is not None:
+        assert sorted(os.listdir(stops)) == before
+
+
+@needs_root
+def test_a_stop_memory_another_user_owns_is_never_believed(home: Path, tmp_path: Path, write_hook: Writer) -> None:
+    with attack(2, "Gemini's Stop memory: another user's directory, saying the agent was told to go on"):
+        write_hook("gate", event="Stop", mode="sync", command=STOP_GATE)
+        state = tmp_path / "state"
+        stops = state / "hookbus" / "stops"
+        stops.mkdir(parents=True, mode=0o700)
+        entry = plant_a_remembered_stop(stops)
+        os.chown(entry, FOREIGN_UID, -1)
+        os.chown(stops, FOREIGN_UID, -1)
+        assert_not_believed(home, state, stops)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770, 0o755])
+def test_a_stop_memory_others_may_enter_is_never_believed(mode: int, home: Path, tmp_path: Path, write_hook: Writer) -> None:
+    """Writable by others: they could plant "go on" for any session. Readable: they would
+    learn which sessions a gate kept going. Either way it is not used."""
+    with attack(2, f"Gemini's Stop memory: its directory mode {mode:04o}"):
+        write_hook("gate", event="Stop", mode="sync", command=STOP_GATE)
+        state = tmp_path / "state"
+        stops = state / "hookbus" / "stops"
+        stops.mkdir(parents=True)
+        plant_a_remembered_stop(stops)
+        stops.chmod(mode)
+        assert_not_believed(home, state, stops)
+
+
+def test_a_link_where_the_stop_memory_goes_is_never_followed(home: Path, tmp_path: Path, write_hook: Writer) -> None:
+    with attack(2, "Gemini's Stop memory: a symbolic link where its directory goes"):
+        write_hook("gate", event="Stop", mode="sync", command=STOP_GATE)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir(mode=0o700)
+        planted = plant_a_remembered_stop(elsewhere)
+        state = tmp_path / "state"
+        (state / "hookbus").mkdir(parents=True)
+        stops = state / "hookbus" / "stops"
+        stops.symlink_to(elsewhere)
+        assert_not_believed(home, state, stops)
+        assert os.listdir(elsewhere) == [planted.name]  # nothing written, nothing removed through the link
