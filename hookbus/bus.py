@@ -9,14 +9,12 @@ recorders (``recorders``) get every fire.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import logging
 import threading
 import time
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from hookbus.decision import ALLOW, Decision, Outcome
 from hookbus.dispatch import RUNNER_GRACE_SECONDS, Dispatcher
@@ -57,27 +55,6 @@ UNDECIDED_SHADOW_NOTE = "not run: hookbus could not decide; a shadow hook never 
 SHADOW_UNHEARD_NOTE = "shadow: it gave no answer (see its error), so there is nothing to compare"
 #: Default bound on how long ``close()`` lets async hooks finish before killing them.
 SHUTDOWN_TIMEOUT_SECONDS = 10.0
-#: Inside ``exits_once_answered``: the error a shadow hook cut short by close() gets.
-_EXITING: contextvars.ContextVar[str | None] = contextvars.ContextVar("hookbus_exiting", default=None)
-
-
-@contextlib.contextmanager
-def exits_once_answered(command: str) -> Iterator[None]:
-    """Around a one-shot command that exits as soon as it has answered (``hookbus emit``,
-    the bridges), whose caller waits for that exit: a bus closed inside it does not wait
-    for shadow hooks. They run on while close() waits for the async hooks, then are
-    killed, and each is recorded with why."""
-    reason = (
-        f"cut short when {command} exited: a shadow hook never holds the agent, and {command} exits "
-        "as soon as it has answered (under `hookbus serve`, shadow hooks run to their end)"
-    )
-    token = _EXITING.set(reason)
-    try:
-        yield
-    finally:
-        _EXITING.reset(token)
-
-
 class HookBus:
     """Finds the hooks of an event, runs them, merges one Decision, records every fire.
 
@@ -536,21 +513,30 @@ class HookBus:
         From a signal handler, call it on a new thread (it takes the bus's locks)."""
         self._dispatcher.interrupt(reason)
 
-    def close(self, timeout: float | None = None) -> None:
+    def close(self, timeout: float | None = None, *, exiting: str | None = None) -> None:
         """Stop taking emits, let running hooks finish for up to ``timeout`` seconds
         (default ``shutdown_timeout``), kill and record what is left as "cancelled at
-        shutdown" (a shadow hook as cut short; inside ``exits_once_answered`` no shadow hook
-        is waited for), let recorders flush. Idempotent; it returns within ``timeout`` plus
-        CANCEL_GRACE_SECONDS (5 s) plus RECORDER_FLUSH_SECONDS (3 s), whatever a recorder
-        does: the plugins' ``hookbus_shutdown`` run at once, each on a thread of its own,
-        and one not done in time is reported and left to finish in the background."""
+        shutdown" (a shadow hook as cut short), let recorders flush. Idempotent; it returns
+        within ``timeout`` plus CANCEL_GRACE_SECONDS (5 s) plus RECORDER_FLUSH_SECONDS
+        (3 s), whatever a recorder does: the plugins' ``hookbus_shutdown`` run at once, each
+        on a thread of its own, and one not done in time is reported and left to finish in
+        the background.
+
+        ``exiting``: the one-shot command (``"hookbus emit"``, a bridge) whose process exits
+        once this returns, and whose caller waits for that exit: no shadow hook is waited
+        for. They run on while the async hooks finish, then each is killed and recorded as
+        cut short when that command exited."""
         with self._closing:
             if self._closed:
                 return
             self._closed = True
         self._publisher.stop()
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
-        self._dispatcher.close(deadline, _EXITING.get())
+        cut_short = None if exiting is None else (
+            f"cut short when {exiting} exited: a shadow hook never holds the agent, and {exiting} exits "
+            "as soon as it has answered (under `hookbus serve`, shadow hooks run to their end)"
+        )
+        self._dispatcher.close(deadline, cut_short)
         for quiet in self._quiet_dispatchers.values():  # test and replay fires: their threads
             quiet.close(deadline)
         self._recorders.shut_down()

@@ -16,6 +16,7 @@ import attrs
 
 from hookbus.decision import Decision, Outcome
 from hookbus.events import EVENTS
+from hookbus.loader import failing_problems
 from hookbus.registry import Snapshot
 
 if TYPE_CHECKING:
@@ -173,10 +174,16 @@ def match_verdicts(snapshot: Snapshot, event: str, envelope: Mapping[str, Any]) 
         "builtin": None,
     }
     kept = {problem.hook_id: problem for problem in snapshot.problems if problem.kept_last_good and problem.hook_id}
+    failing = failing_problems(snapshot)
     verdicts: dict[str, HookVerdict] = {}
     for hook_id, hook in snapshot.every_hook.items():
         problem = kept.get(hook_id)
-        verdicts[hook_id] = _verdict(hook, event, field, value, stopped[hook.tier], None if problem is None else str(problem))
+        verdict = _verdict(hook, event, field, value, stopped[hook.tier], None if problem is None else str(problem))
+        if hook_id in failing:
+            # Loaded, so that its on_error decides; matched, it would look as if it could decide.
+            said = "; ".join(str(problem) for problem in failing[hook_id])
+            verdict = attrs.evolve(verdict, detail=f"{verdict.detail} (it will fail when it runs: {said})")
+        verdicts[hook_id] = verdict
     for problem in snapshot.problems:
         hook_id = problem.hook_id or problem.path
         if hook_id not in verdicts:
@@ -213,6 +220,8 @@ def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard
         status, detail = ASYNC, "matched; async: runs in the background and cannot change the decision"
     elif spec.shadow:
         status, detail = SHADOW, SHADOW_DETAIL
+    elif hook.tier == "builtin":
+        status, detail = MATCHED, "matched; the home guard: it denies a call that would write into the home or the managed directory"
     elif not spec.blocking:
         can_block = EVENTS[event].can_block
         why = 'not "blocking": true' if can_block else f"{event} cannot block"

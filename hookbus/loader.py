@@ -406,7 +406,8 @@ class HookLoader:
         if not self.verbose or state.failing:
             return events
         spec = state.hook.spec
-        detail = f"{spec.trigger.event} {spec.mode}{' blocking' if spec.blocking else ''}, {spec.action_key}"
+        mode = f"{spec.mode}{' blocking' if spec.blocking else ''}"
+        detail = f"{spec.trigger.event} {f'shadow ({mode})' if spec.shadow else mode}, {spec.action_key}"
         if not spec.enabled:
             detail += ", disabled"
         changed = previous is None or previous.hook is None or previous.problems or previous.failing

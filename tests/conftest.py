@@ -13,6 +13,24 @@ import pytest
 from hookbus import HookBus
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_state_directories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What hookbus keeps outside a home (the Gemini bridge's Stop memory, in
+    ``$XDG_RUNTIME_DIR`` or ``$XDG_STATE_HOME``) goes to directories of this session, never
+    to the real ones of whoever runs the suite; processes the tests start inherit them."""
+    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME")}
+    for name in saved:
+        directory = tmp_path_factory.mktemp(name.lower())
+        directory.chmod(0o700)
+        os.environ[name] = str(directory)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def hookbus_loggers_restored() -> Iterator[None]:
     """A verb run in-process (``hookbus.cli.verbs.main``) sets hookbus's loggers for its

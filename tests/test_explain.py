@@ -218,7 +218,7 @@ def test_the_cli_prints_every_hook_and_the_decision(write_hook: Writer, home: Pa
     assert "HOOK" in table and "VERDICT" in table and "WHY" in table
     assert re.search(r"bash-only +matcher", table) and "did not match tool_name 'write_file'" in table
     assert re.search(r"typo +load error", table) and "unknown field 'blockng'" in table
-    assert re.search(r"hookbus:protect_home \[builtin\] +matched +matched; sync, blocking", table)
+    assert re.search(r"hookbus:protect_home \[builtin\] +matched +matched; the home guard: it denies a call", table)
     assert "deny: protected" in table
     assert "merge: deny wins: denied by 'guard'" in lines
     assert lines[-2] == """decision: {"behavior": "deny", "reason": "hook 'guard' denied: protected"}"""

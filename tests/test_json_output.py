@@ -56,7 +56,10 @@ def test_list_json_in_process(tmp_path: Path, home: Path, write_hook: Writer) ->
     assert rows["guard"]["mode"] == "sync blocking" and rows["guard"]["last_fire"]["status"] == "deny"
     assert rows["quiet"]["state"] == "disabled" and rows["quiet"]["last_fire"] is None
     assert rows["bad"]["state"] == "broken (not loaded)" and rows["bad"]["event"] is None
-    assert document["problems"] == ['hooks/bad/hook.json: blocking needs "mode": "sync" @ $.blocking']
+    # Loaded (its on_error decides), and shown as what it is: every fire of it fails.
+    assert rows["noscript"]["state"] == "broken (will fail)" and "missing.sh, which does not exist" in rows["noscript"]["error"]
+    assert document["problems"][0] == 'hooks/bad/hook.json: blocking needs "mode": "sync" @ $.blocking'
+    assert document["problems"][1].startswith("hooks/noscript/hook.json: the command runs $HOOKBUS_HOOK_DIR/missing.sh")
 
 
 def test_list_json_through_a_server_says_which(tmp_path: Path, home: Path, write_hook: Writer) -> None:
@@ -70,6 +73,8 @@ def test_list_json_through_a_server_says_which(tmp_path: Path, home: Path, write
     assert (document["source"], document["server"]) == ("server", {"socket": socket, "pid": pid})
     assert [row["id"] for row in document["hooks"]] == ["hookbus:protect_home", "bad", "guard", "noscript", "quiet"]
     assert [row["tier"] for row in document["hooks"]] == ["builtin", "user", "user", "user", "user"]
+    # What the server enforces, said as an in-process list says it.
+    assert {row["id"]: row["state"] for row in document["hooks"]}["noscript"] == "broken (will fail)"
 
 
 def test_list_json_of_an_empty_home(tmp_path: Path, home: Path) -> None:

@@ -244,7 +244,8 @@ def decide_in_process(
             for failure in decided.failed:
                 warn(f"hookbus {args.verb}: {failure.line()}")
         finally:
-            bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
+            # Its caller waits for this process to exit: no shadow hook may hold it.
+            bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS, exiting=f"hookbus {args.verb}")
     return decision
 
 

@@ -103,11 +103,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
     if decision is not None:
         _print_decision(decision)
         return 2 if decision.get("behavior") == "deny" else 0
-    from hookbus.bus import exits_once_answered
-
     interrupts = Interrupts()
-    with exits_once_answered("hookbus emit"):  # its caller waits for the exit: no shadow hook may hold it
-        decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision, undecided)
+    decision = decide_in_process(args, args.event, envelope, interrupts, _print_decision, undecided)
     return interrupts.exit_code(2 if decision.get("behavior") == "deny" else 0)
 
 
@@ -142,7 +139,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             broken = {problem.hook_id for problem in snapshot.problems if problem.hook_id and problem.hook_id not in snapshot.hooks}
             last_runs = {hook_id: _last_run(bus, hook_id) for hook_id in snapshot.every_hook}
             kept = {hook_id: kept_by_a_running_bus(bus.home.hook_dir(hook_id)) for hook_id in broken}
-            rows = _with_failing(hook_rows(snapshot, last_runs, kept), snapshot)
+            rows = hook_rows(snapshot, last_runs, kept)
             problems = [str(problem) for problem in snapshot.problems]
             warnings = list(snapshot.warnings)
             home, disabled, generation = str(bus.home.root), snapshot.settings.disabled_reason, snapshot.generation
@@ -168,27 +165,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         for problem in problems:
             say(f"  {problem}")
     return 0
-
-
-#: ``list``'s state of a hook in effect that will fail when it fires: a script it runs is
-#: missing, cannot be run, or names no interpreter that runs.
-WILL_FAIL = "broken (will fail)"
-
-
-def _with_failing(rows: list[dict[str, Any]], snapshot: Snapshot) -> list[dict[str, Any]]:
-    """``rows`` (``hook_rows``), with each enabled hook that will fail when it fires said to
-    be broken, and its problem as its error: loaded, it looks enabled, and every fire fails."""
-    from hookbus.loader import failing_problems
-
-    failing = failing_problems(snapshot)
-    for row in rows:
-        problems = failing.get(str(row["id"]))
-        if not problems or row.get("tier") != problems[0].tier:
-            continue
-        if row.get("state") == "enabled":
-            row["state"] = WILL_FAIL
-        row["error"] = row.get("error") or "; ".join(problem.message for problem in problems)
-    return rows
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -299,7 +275,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
                 explanation = bus.explain(args.event, envelope, dry_run=args.dry_run, undecided=undecided).as_json()
             finally:
                 bus.close(timeout=0.0 if interrupts.signum else drain + EMIT_DRAIN_GRACE_SECONDS)
-        _say_what_will_fail(explanation, bus.snapshot)
         home = str(bus.home.root)
         source = "as decided by this process (no hookbus serve answers for this home)"
     if args.json:
@@ -309,19 +284,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
             print(line)
         say(source)
     return interrupts.exit_code(0)
-
-
-def _say_what_will_fail(explanation: dict[str, Any], snapshot: Snapshot) -> None:
-    """Add to the verdict of each hook that will fail when it runs (a script it runs is
-    broken) why: matched, it would look as if it could decide."""
-    from hookbus.loader import failing_problems
-
-    failing = failing_problems(snapshot)
-    for verdict in explanation.get("hooks") or ():
-        problems = failing.get(str(verdict.get("id")))
-        said = f"(it will fail when it runs: {'; '.join(map(str, problems or ()))})"
-        if problems and verdict.get("tier") == problems[0].tier and said not in str(verdict.get("detail")):
-            verdict["detail"] = f"{verdict.get('detail')} {said}"
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:

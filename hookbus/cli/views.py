@@ -11,6 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hookbus.cli.tables import Style, cut, fit, table
+from hookbus.loader import failing_problems
 from hookbus.terminal import printable
 
 if TYPE_CHECKING:
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from hookbus.records import RunRecord
     from hookbus.registry import Snapshot
 
+#: A hook's state when it is loaded but a script it runs is broken: each fire fails (and its
+#: on_error decides).
+WILL_FAIL = "broken (will fail)"
 #: How much of an error or a reason a column shows.
 ERROR_WIDTH = 60
 SAID_WIDTH = 50
@@ -43,6 +47,7 @@ def hook_rows(
     "error"}`` or null) and ``error``. ``kept_elsewhere``: broken hooks whose last good
     version a running bus keeps, as their state.json says."""
     kept_here = {p.hook_id: p for p in snapshot.problems if p.kept_last_good and p.hook_id}
+    failing = failing_problems(snapshot)
     rows: list[dict[str, Any]] = []
     for hook in snapshot.every_hook.values():
         spec = hook.spec
@@ -51,6 +56,10 @@ def hook_rows(
         if hook.id in kept_here:
             state += " (last good version)"
             error = kept_here[hook.id].message
+        if hook.id in failing:
+            # Loaded (its on_error decides each fire), but every fire fails: not "enabled".
+            state = WILL_FAIL if state == "enabled" else state
+            error = error or "; ".join(problem.message for problem in failing[hook.id])
         last = last_runs.get(hook.id)
         rows.append({
             "id": hook.id, "tier": hook.tier, "event": spec.trigger.event, "matcher": spec.trigger.matcher or "*",

@@ -76,11 +76,8 @@ def run_host_hook(args: argparse.Namespace, host: Host) -> int:
         if decision is not None:
             answer(decision)
             return 0
-        from hookbus.bus import exits_once_answered
-
         interrupts = Interrupts()
-        with exits_once_answered(verb):  # the host waits for the exit: no shadow hook may hold it
-            decide_in_process(args, event, envelope, interrupts, answer, unreadable)
+        decide_in_process(args, event, envelope, interrupts, answer, unreadable)
         return interrupts.exit_code(0)
     except Exception as exc:  # MemoryError, RecursionError, OSError, a plugin's bug, ...
         if answered:

@@ -27,6 +27,7 @@ from hookbus.errors import (
     UnknownEventError,
 )
 from hookbus.dispatch import RUNNER_GRACE_SECONDS
+from hookbus.loader import failing_problems
 from hookbus.serve.protocol import (
     HOOK_NOT_FOUND,
     HOOKBUS_ERROR,
@@ -499,7 +500,12 @@ class HookServer:
         if decision.failed:
             answer["failed"] = [failure.as_dict() for failure in decision.failed]
         snapshot = self.bus.snapshot
-        problems = [f"{'kept' if problem.kept_last_good else 'skipped'} {problem}" for problem in snapshot.problems]
+        # As the in-process load logs them: a hook that will fail is loaded, so a warning.
+        failing = {id(problem) for problems in failing_problems(snapshot).values() for problem in problems}
+        problems = [
+            f"{'warning:' if id(problem) in failing else 'kept' if problem.kept_last_good else 'skipped'} {problem}"
+            for problem in snapshot.problems
+        ]
         problems += [f"warning: {warning}" for warning in snapshot.warnings]
         if problems:
             answer["problems"] = problems
