@@ -1,6 +1,7 @@
 """``hookbus import claude-code FILE --install-bridge --http URL``: http hooks where an
-unreachable server cannot weaken a hook, the command bridge elsewhere, and the token never
-in a file others can read."""
+unreachable server cannot weaken a hook, nor a squatter on its port approve or rewrite a
+call (unless --http-decisions), the command bridge elsewhere; the token checked against
+the server before it is written, and never in a file others can read."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
 from conftest import HookWriter, turn_off_home_guard
-from servekit import environment, hookbus
+from httpkit import http_address, token_of
+from servekit import Served, environment, hookbus
 
 URL = "http://127.0.0.1:8787"
 ROUTE = f"{URL}/claude-code"
@@ -31,11 +33,28 @@ def entries(settings: Path) -> dict[str, list[dict[str, Any]]]:
     return {event: [hook for group in groups for hook in group["hooks"]] for event, groups in document["hooks"].items()}
 
 
+def test_events_whose_answer_approves_or_rewrites_keep_the_command_bridge(home: Path, tmp_path: Path) -> None:
+    """Claude Code does not authenticate the server: over http, whoever listens on the port
+    while the server is down would be obeyed. Only the events whose answer can at most
+    block or add words go over http by default."""
+    turn_off_home_guard(home)
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", URL)
+    assert result.returncode == 0, result.stderr
+    hooks = entries(settings)
+    for event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "PostToolUse", "SessionStart"):
+        assert [hook["type"] for hook in hooks[event]] == ["command"], event
+    for event in ("Stop", "SubagentStop", "PreCompact"):
+        assert [hook["type"] for hook in hooks[event]] == ["http"], event
+    assert "PermissionRequest: add" in result.stdout and "approve the permission prompt" in result.stdout
+    assert "--http-decisions posts it all the same" in result.stdout
+
+
 def test_the_home_guard_keeps_pre_tool_use_on_the_command_bridge(home: Path, tmp_path: Path) -> None:
     """The guard is fail-closed: an http hook Claude Code cannot deliver (a killed server)
     would let a write into the home through, where the command bridge decides in-process."""
     settings = tmp_path / "settings.json"
-    result = install(settings, home, "--http", URL)
+    result = install(settings, home, "--http", URL, "--http-decisions")
     assert result.returncode == 0, result.stderr
     hooks = entries(settings)
     assert [hook["type"] for hook in hooks["PreToolUse"]] == ["command"]
@@ -43,10 +62,10 @@ def test_the_home_guard_keeps_pre_tool_use_on_the_command_bridge(home: Path, tmp
     assert 'home guard ("protect_home") is fail-closed there' in result.stdout
 
 
-def test_every_event_posts_to_the_server_but_session_start(home: Path, tmp_path: Path) -> None:
+def test_with_http_decisions_every_event_posts_to_the_server_but_session_start(home: Path, tmp_path: Path) -> None:
     turn_off_home_guard(home)
     settings = tmp_path / "settings.json"
-    result = install(settings, home, "--http", URL)
+    result = install(settings, home, "--http", URL, "--http-decisions")
     assert result.returncode == 0, result.stderr
     hooks = entries(settings)
     for event in ("PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "Stop", "SubagentStop", "PreCompact"):
@@ -93,7 +112,7 @@ def test_a_dry_run_makes_no_token(home: Path, tmp_path: Path) -> None:
 def test_an_event_with_a_fail_closed_hook_keeps_the_command_bridge(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
     write_hook("guard", event="UserPromptSubmit", mode="sync", blocking=True, on_error="deny", command="true")
     settings = tmp_path / "settings.json"
-    result = install(settings, home, "--http", URL)
+    result = install(settings, home, "--http", URL, "--http-decisions")
     assert result.returncode == 0
     hooks = entries(settings)
     assert [hook["type"] for hook in hooks["UserPromptSubmit"]] == ["command"]
@@ -104,7 +123,7 @@ def test_an_event_with_a_fail_closed_hook_keeps_the_command_bridge(write_hook: H
 def test_an_event_whose_hook_reads_the_project_dir_keeps_the_command_bridge(write_hook: HookWriter, home: Path, tmp_path: Path) -> None:
     write_hook("lint", event="PostToolUse", mode="sync", dialect="claude-code", command='"$CLAUDE_PROJECT_DIR"/lint.sh')
     settings = tmp_path / "settings.json"
-    result = install(settings, home, "--http", URL)
+    result = install(settings, home, "--http", URL, "--http-decisions")
     assert [hook["type"] for hook in entries(settings)["PostToolUse"]] == ["command"]
     assert "'lint' use $CLAUDE_PROJECT_DIR" in result.stdout
 
@@ -115,14 +134,14 @@ def test_running_it_again_switches_between_the_bridges(write_hook: HookWriter, h
     settings.chmod(0o600)
     turn_off_home_guard(home)
     assert install(settings, home).returncode == 0
-    assert install(settings, home, "--http", URL).returncode == 0
+    assert install(settings, home, "--http", URL, "--http-decisions").returncode == 0
     hooks = entries(settings)
     assert hooks["PreToolUse"][0] == {"type": "command", "command": "mine.sh"}  # the user's own stays
     assert [hook["type"] for hook in hooks["PreToolUse"][1:]] == ["http"]
-    again = install(settings, home, "--http", URL)
+    again = install(settings, home, "--http", URL, "--http-decisions")
     assert "already routed to http" in again.stdout and f"{settings} needs no change" in again.stdout
     write_hook("guard", event="PreToolUse", mode="sync", blocking=True, on_error="deny", command="true")
-    switched = install(settings, home, "--http", URL)
+    switched = install(settings, home, "--http", URL, "--http-decisions")
     assert "PreToolUse: replace the bridge with" in switched.stdout
     assert [hook["type"] for hook in entries(settings)["PreToolUse"]] == ["command", "command"]
     assert install(settings, home).returncode == 0  # and back to the command bridge everywhere
@@ -158,12 +177,76 @@ def test_http_is_for_claude_code_and_the_bridge_only(home: Path, tmp_path: Path)
     assert gemini.returncode == 1 and "Gemini CLI has no http hooks" in gemini.stderr
     plain = hookbus("import", "claude-code", str(tmp_path / "s.json"), "--http", URL, "--home", str(home))
     assert plain.returncode == 1 and "--http goes with --install-bridge" in plain.stderr
+    decisions = hookbus("import", "claude-code", str(tmp_path / "s.json"), "--install-bridge", "--http-decisions", "--home", str(home))
+    assert decisions.returncode == 1 and "--http-decisions goes with --http" in decisions.stderr
     assert not os.path.exists(tmp_path / "s.json")
 
 
-def test_it_says_when_it_keeps_the_token_in_the_file(home: Path, tmp_path: Path) -> None:
+def test_with_no_server_it_says_the_token_was_not_checked(home: Path, tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
-    first = install(settings, home, "--http", URL)
-    assert f"env: HOOKBUS_HTTP_TOKEN set to the server's token ({settings} is readable by you alone)" in first.stdout
-    again = install(settings, home, "--http", URL)
+    url = closed_port_url()
+    first = install(settings, home, "--http", url)
+    assert first.returncode == 0
+    assert f"env: HOOKBUS_HTTP_TOKEN set to the token of {home}/run/http.token ({settings} is readable by you alone); not checked" in first.stdout
+    assert "server's token" not in first.stdout and "the token could not be checked: no hookbus serve answers" in first.stderr
+    again = install(settings, home, "--http", url)
     assert "env:" not in again.stdout and "needs no change" in again.stdout
+
+
+def closed_port_url() -> str:
+    """An address where nothing listens (a port just freed)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[tuple[Served, str]]:
+    with Served(home, "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=None)) as served:
+        host, port = http_address(served)
+        yield served, f"http://{host}:{port}"
+
+
+def test_it_says_the_servers_token_only_once_the_server_took_it(home: Path, tmp_path: Path, server: tuple[Served, str]) -> None:
+    _, url = server
+    settings = tmp_path / "settings.json"
+    first = install(settings, home, "--http", url)
+    assert first.returncode == 0, first.stderr
+    assert f"env: HOOKBUS_HTTP_TOKEN set to the server's token (checked: the server at {url} takes it; {settings} is readable by you alone)" in first.stdout
+    assert json.loads(settings.read_text())["env"] == {"HOOKBUS_HTTP_TOKEN": token_of(home)}
+    again = install(settings, home, "--http", url)
+    assert "env:" not in again.stdout and "needs no change" in again.stdout
+
+
+def test_a_token_rotated_since_the_server_started_is_refused(home: Path, tmp_path: Path, server: tuple[Served, str]) -> None:
+    _, url = server
+    token_file = home / "run" / "http.token"
+    token_file.write_text("a-new-token-the-server-never-read-0123\n")
+    settings = tmp_path / "settings.json"
+    result = install(settings, home, "--http", url)
+    assert result.returncode == 1 and not settings.exists()
+    assert f"the server there refused the token of {token_file} (401)" in result.stderr
+    assert "restart the server" in result.stderr and f"{settings} was not changed" in result.stderr
+
+
+def test_a_token_from_the_environment_is_checked_too(home: Path, tmp_path: Path, server: tuple[Served, str]) -> None:
+    _, url = server
+    settings = tmp_path / "settings.json"
+    wrong = install(settings, home, "--http", url, token="a-token-the-server-does-not-know-0123")
+    assert wrong.returncode == 1 and "refused the token of $HOOKBUS_HTTP_TOKEN of this environment" in wrong.stderr
+    right = install(settings, home, "--http", url, token=token_of(home))
+    assert right.returncode == 0 and f"the same one (checked: the server at {url} takes it)" in right.stderr
+    assert "env" not in json.loads(settings.read_text())
+
+
+def test_a_server_of_another_home_is_refused(home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    (other / "hooks").mkdir(parents=True)
+    token = "a-token-both-homes-share-0123456789"
+    with Served(other, "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=token)) as served:
+        host, port = http_address(served)
+        settings = tmp_path / "settings.json"
+        result = install(settings, home, "--http", f"http://{host}:{port}", token=token)
+    assert result.returncode == 1 and f"serves {other}, not {home}" in result.stderr and not settings.exists()

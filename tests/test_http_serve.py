@@ -24,7 +24,8 @@ pytestmark = pytest.mark.timeout(120)
 
 BASH = {
     "session_id": "s-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/", "hook_event_name": "PreToolUse",
-    "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t-1",
+    # Not `rm -rf /`: the home guard denies a command that would remove the home (inside /).
+    "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "tool_use_id": "t-1",
 }
 DENY_RM = "grep -q 'rm -rf' && echo '{\"behavior\": \"deny\", \"reason\": \"no rm\"}' || true"
 
@@ -429,3 +430,84 @@ def test_a_client_that_shuts_its_sending_side_still_gets_the_answer(write_hook: 
         answer = http.read_answer()
         assert http.closed_by_server()
     assert answer.json()["hookSpecificOutput"]["permissionDecisionReason"] == "hook 'slow' denied: late no"
+
+
+def test_fail_closed_over_http_goes_away_with_the_hook(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    """What status shows is what is in effect: once the fail-closed hook is removed (or
+    disabled), PreToolUse is no longer reported as failing open over http."""
+    import shutil
+
+    from servekit import wait_for
+
+    spec = write_hook("guard", event="PreToolUse", matcher="write_file", mode="sync", blocking=True, on_error="deny", command="true")
+    turn_off_home_guard(home)  # the home guard is fail-closed on PreToolUse too
+    served = serve()
+    with client(served) as http:
+        assert http.post(BASH).status == 200
+
+    def reported() -> Any:
+        return json.loads(hookbus("status", "--home", str(home), "--json").stdout)["http"]["fail_closed_over_http"]
+
+    assert reported() == ["PreToolUse"]
+    document = json.loads(spec.read_text())
+    spec.write_text(json.dumps({**document, "enabled": False}))
+    wait_for(lambda: reported() == [], 20, "the disabled hook to leave status")
+    spec.write_text(json.dumps(document))
+    wait_for(lambda: reported() == ["PreToolUse"], 20, "the hook to come back")
+    shutil.rmtree(spec.parent)
+    wait_for(lambda: reported() == [], 20, "the removed hook to leave status")
+    assert "warning: a fail-closed hook fires" not in hookbus("status", "--home", str(home)).stdout
+
+
+def test_an_event_the_import_keeps_off_http_is_still_answered_right(write_hook: HookWriter, home: Path, serve: Callable[[], Served]) -> None:
+    """PermissionRequest stays on the command bridge unless --http-decisions; posted here all
+    the same, its approval and rewrite are the bridge's, byte for byte."""
+    rewrite = 'echo \'{"behavior": "modify", "input": {"command": "ls -l"}, "permission": "approve"}\''
+    write_hook("approve", event="PermissionRequest", mode="sync", blocking=True, command=rewrite)
+    served = serve()
+    envelope = {**BASH, "hook_event_name": "PermissionRequest", "tool_input": {"command": "ls"}}
+    with client(served) as http:
+        answer = http.post(envelope)
+    decision = answer.json()["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "allow", "updatedInput": {"command": "ls -l"}}
+    assert answer.body == bridge(home, envelope).stdout == bridge(home, envelope, "--no-server").stdout
+
+
+def test_a_port_in_use_says_who_holds_it(home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = hookbus("serve", "--home", str(home), "--http", f"127.0.0.1:{port}", timeout=30)
+    assert result.returncode == 1 and "a process of yours listens on 127.0.0.1" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("case", ["other-address", "udp", "not-listening"])
+def test_a_socket_from_systemd_that_is_not_the_http_one_is_refused(home: Path, case: str) -> None:
+    from httpkit import Activated
+
+    kind = socket.SOCK_DGRAM if case == "udp" else socket.SOCK_STREAM
+    with socket.socket(socket.AF_INET, kind) as passed:
+        passed.bind(("127.0.0.1", 0))
+        if case != "not-listening" and kind == socket.SOCK_STREAM:
+            passed.listen()
+        port = passed.getsockname()[1]
+        extra = ("--http", f"127.0.0.1:{port + 1 if port < 65535 else port - 1}") if case == "other-address" else ()
+        served = Activated(home, passed, *extra, env=environment(HOOKBUS_HTTP_TOKEN=None), ready=False)
+        code = served.wait(60)
+    expected = {
+        "other-address": "make the .socket unit's ListenStream= and --http name the same address",
+        "udp": "is not a TCP socket",
+        "not-listening": "is not listening",
+    }[case]
+    assert code == 1 and expected in served.stderr and "Traceback" not in served.stderr, served.stderr
+
+
+def test_activation_meant_for_another_process_is_ignored(home: Path) -> None:
+    """LISTEN_PID names another process (a parent's activation): not ours to take, and
+    the variables are not passed on."""
+    env = environment(HOOKBUS_HTTP_TOKEN=None, LISTEN_PID="1", LISTEN_FDS="1", LISTEN_FDNAMES="http")
+    with Served(home, "--http", "127.0.0.1:0", env=env) as served:
+        host, port = http_address(served)
+        with client(served) as http:
+            assert http.post(BASH).status == 200

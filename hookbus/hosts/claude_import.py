@@ -686,9 +686,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.force or args.plugin_root is not None:
             raise UsageError("--force and --plugin-root do not apply to --install-bridge")
         host = GEMINI_CLI if args.source == "gemini-cli" else CLAUDE_CODE
-        return install_bridge(args.file, args.home, host=host, dry_run=args.dry_run, http=args.http)
+        return install_bridge(
+            args.file, args.home, host=host, dry_run=args.dry_run, http=args.http, http_decisions=args.http_decisions
+        )
     if args.http is not None:
         raise UsageError("--http goes with --install-bridge: it makes the bridge Claude Code's http hooks")
+    if args.http_decisions:
+        raise UsageError("--http-decisions goes with --install-bridge --http: it puts more of the bridge's events on http")
     if args.source == "gemini-cli":
         raise UsageError(
             "hookbus imports Claude Code's hooks only; for Gemini CLI, "
@@ -701,7 +705,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``hookbus import claude-code FILE [--dry-run] [--force] [--plugin-root DIR]
-    [--install-bridge]``, ``hookbus import gemini-cli FILE --install-bridge [--dry-run]``
+    [--install-bridge [--http URL [--http-decisions]]]``, ``hookbus import gemini-cli FILE
+    --install-bridge [--dry-run]``
     (``--home`` comes from the common options)."""
     parser.add_argument(
         "source", choices=("claude-code", "gemini-cli"), metavar="FORMAT",
@@ -723,7 +728,15 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http", metavar="URL",
         help="with --install-bridge, claude-code: http hooks posting to the `hookbus serve --http` at URL "
-        "(http://127.0.0.1:PORT, as it printed), no process per call; events where a fail-closed hook could fire, "
-        "and SessionStart, keep the command bridge",
+        "(http://127.0.0.1:PORT, as it printed), no process per call, with the server's token, checked against it "
+        "first; SessionStart, events where a fail-closed hook could fire, and those whose answer approves or rewrites "
+        "(PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse) keep the command bridge",
+    )
+    parser.add_argument(
+        "--http-decisions", action="store_true",
+        help="with --http: post PreToolUse, PermissionRequest, UserPromptSubmit and PostToolUse over http too. The risk: "
+        "Claude Code does not authenticate the server, so whoever listens on the port while the server is down gets "
+        "the token and those envelopes, and its answers approve permission prompts and rewrite commands, prompts' "
+        "context and tool output; hold the port with systemd (contrib/systemd/hookbus.socket) if you use it",
     )
     parser.set_defaults(func=cmd_import)

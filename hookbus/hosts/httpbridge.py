@@ -38,6 +38,21 @@ TOKEN_VARIABLE = "HOOKBUS_HTTP_TOKEN"
 #: What Claude Code gives command hooks only: a hook that reads it keeps the command bridge.
 PROJECT_DIR_VARIABLE = "CLAUDE_PROJECT_DIR"
 HEADERS = {"Authorization": f"Bearer ${TOKEN_VARIABLE}"}
+#: Claude Code's events whose answer it obeys as an approval or a rewrite, each with what
+#: that answer can do. Claude Code does not authenticate the server it posts to, so over
+#: http whoever holds the port while the server is down answers them: they keep the
+#: command bridge unless the user opts in (``--http-decisions``). The others (Stop,
+#: SubagentStop, PreCompact) can at most block or add words of their own.
+DECISION_EVENTS = {
+    "PreToolUse": "its answer can let a tool call skip the permission prompt, or rewrite the call",
+    "PermissionRequest": "its answer can approve the permission prompt, and rewrite the command",
+    "UserPromptSubmit": "its answer adds context to the user's own prompt, as if the user had written it",
+    "PostToolUse": "its answer can replace the tool's output that the model reads (updatedToolOutput)",
+}
+#: The flag that puts those on http all the same.
+DECISIONS_FLAG = "--http-decisions"
+#: How long the import waits for the server to answer its check of the token.
+CHECK_SECONDS = 5.0
 
 
 def hook_url(text: str) -> str:
@@ -82,12 +97,19 @@ def is_http_bridge(entry: object) -> bool:
         return False
 
 
-def command_events(home: str, events: tuple[str, ...]) -> dict[str, str]:
-    """Claude Code's events (of ``events``) that keep the command bridge, each with why."""
+def command_events(home: str, events: tuple[str, ...], decisions: bool = False) -> dict[str, str]:
+    """Claude Code's events (of ``events``) that keep the command bridge, each with why.
+    ``decisions``: the user opted in to post the events of DECISION_EVENTS over http."""
     kept: dict[str, str] = {}
     for event in events:
         if event in COMMAND_ONLY_EVENTS:
             kept[event] = "Claude Code runs command hooks only there"
+            continue
+        if event in DECISION_EVENTS and not decisions:
+            kept[event] = (
+                f"{DECISION_EVENTS[event]}; over http, whoever listens on the port while the server is down would be "
+                f"obeyed ({DECISIONS_FLAG} posts it all the same)"
+            )
             continue
         vix_event = claude_names.VIX_EVENT.get(event)
         if vix_event is None:
@@ -148,28 +170,37 @@ def hooks_mentioning(home: str, event: str, word: str) -> list[str]:
     return found
 
 
-def token_for_file(shown: str, home: str) -> tuple[dict[str, str] | None, str | None]:
-    """What to write into FILE's ``env`` for the token (None: nothing), and, when nothing,
-    what the user must do instead (None: nothing either). A FILE that does not exist yet is
-    made 0600, so it is private."""
-    if os.environ.get(TOKEN_VARIABLE):
-        return None, (
-            f"the server takes its token from ${TOKEN_VARIABLE}: Claude Code must have the same one in its environment"
-        )
+class TokenPlan:
+    """What the import does about the token: ``env``, what to write into FILE's env (None:
+    nothing); ``line``, what to say of it on stdout; ``note``, what the user must know or do
+    (stderr). Each says only what was checked."""
+
+    __slots__ = ("env", "line", "note")
+
+    def __init__(self, env: dict[str, str] | None = None, line: str | None = None, note: str | None = None) -> None:
+        self.env = env
+        self.line = line
+        self.note = note
+
+
+def plan_token(shown: str, home: str, url: str) -> TokenPlan:
+    """What to do about the token for FILE (``shown``), the home and the hooks' ``url``:
+    the token is checked against the server there first, and never sent to a port another
+    user holds. ImportFailed when the server refuses it, serves another home, or the port
+    is another user's. A FILE that does not exist yet is made 0600, so it is private."""
+    from hookbus.serve.httpconfig import token_path
+
+    path = token_path(home)
+    given = os.environ.get(TOKEN_VARIABLE)
+    if given:
+        checked = check_token(url, given, home, f"${TOKEN_VARIABLE} of this environment")
+        same = "the same one" if checked is None else f"the same one ({checked})"
+        return TokenPlan(note=f"the token is ${TOKEN_VARIABLE}, which is not written into {shown}: Claude Code must have {same} in its environment")
     try:
         status = os.stat(shown)
         private = status.st_uid == os.geteuid() and not stat.S_IMODE(status.st_mode) & 0o077
     except FileNotFoundError:
         private = True
-    from hookbus.serve.httpconfig import token_path
-
-    path = token_path(home)
-    if not private:
-        return None, (
-            f"Claude Code must have ${TOKEN_VARIABLE} in its environment, or every call is refused (401) and its "
-            f"hooks do not run: export {TOKEN_VARIABLE}=\"$(cat {path})\" where you start it, or make {shown} "
-            f"readable by you alone (chmod 600 {shown}) and run this again to keep the token in its env"
-        )
     from hookbus.serve.httpconfig import load_token
     from hookbus.serve.listener import ensure_run_dir
 
@@ -177,5 +208,80 @@ def token_for_file(shown: str, home: str) -> tuple[dict[str, str] | None, str | 
         ensure_run_dir(home)
         token, _ = load_token(home)
     except Exception as exc:  # ServeError: the message says what to do
-        return None, f"the token could not be read or made: {exc}"
-    return {TOKEN_VARIABLE: token}, None
+        return TokenPlan(note=f"the token could not be read or made: {exc}")
+    checked = check_token(url, token, home, path)
+    if not private:
+        return TokenPlan(note=(
+            f"Claude Code must have ${TOKEN_VARIABLE} in its environment, or every call is refused (401) and its "
+            f"hooks do not run: export {TOKEN_VARIABLE}=\"$(cat {path})\" where you start it, or make {shown} "
+            "readable by you alone (chmod 600 " + shown + ") and run this again to keep the token in its env"
+            + ("" if checked is None else f" ({checked})")
+        ))
+    if checked is None:
+        return TokenPlan(
+            {TOKEN_VARIABLE: token},
+            f"env: {TOKEN_VARIABLE} set to the token of {path} ({shown} is readable by you alone); not checked",
+            f"the token could not be checked: no hookbus serve answers on {url}. Start `hookbus serve --http` there "
+            f"without ${TOKEN_VARIABLE} in its environment (it then takes {path}), and run this again to check it",
+        )
+    return TokenPlan(
+        {TOKEN_VARIABLE: token}, f"env: {TOKEN_VARIABLE} set to the server's token ({checked}; {shown} is readable by you alone)"
+    )
+
+
+def check_token(url: str, token: str, home: str, source: str) -> str | None:
+    """Whether the server at ``url`` (a hook URL) takes ``token`` (from ``source``): what
+    was checked, for the user; None when it cannot be told (nothing answers there).
+    ImportFailed when the server refuses it or serves another home, and before a byte is
+    sent when another user listens on the port (a probable squatter)."""
+    import http.client
+    import json
+
+    from hookbus.serve.httpconfig import TOKEN_FILE, listener_uids, port_holder
+
+    parts = urlsplit(url)
+    host, port = str(parts.hostname), int(parts.port or 80)
+    origin = f"http://{parts.netloc}"
+    uids = listener_uids(host, port)
+    if uids is not None and any(uid not in (os.geteuid(), 0) for uid in uids):
+        raise ImportFailed([f"--http {origin}: the token was not sent there{port_holder(host, port, home)}"])
+    if uids is not None and not uids:
+        return None
+    connection = http.client.HTTPConnection(host, port, timeout=CHECK_SECONDS)
+    try:
+        connection.request("GET", "/ping", headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        status, body = response.status, response.read(64 * 1024)
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        connection.close()
+    if status == 401:
+        raise ImportFailed([
+            f"--http {origin}: the server there refused the token of {source} (401), so every call of Claude Code's "
+            f"would be refused and its http hooks would do nothing. A hookbus serve takes ${TOKEN_VARIABLE} from its "
+            f"own environment when that is set, else HOME/run/{TOKEN_FILE}, read when it starts: run this with the "
+            f"server's ${TOKEN_VARIABLE} in the environment, or restart the server (without ${TOKEN_VARIABLE}) so "
+            f"that it reads {home}/run/{TOKEN_FILE} again"
+        ])
+    if status in (404, 405):
+        return f"checked: the server at {origin} takes it"  # an older hookbus: no /ping, past the token
+    if status != 200:
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict) or "hookbus" not in document:
+        raise ImportFailed([f"--http {origin}: what answers there is not a hookbus serve --http (its GET /ping says no hookbus)"])
+    served = document.get("home")
+    try:
+        same = isinstance(served, str) and os.path.samefile(served, home)
+    except (OSError, ValueError):
+        same = False
+    if not same:
+        raise ImportFailed([
+            f"--http {origin}: the hookbus serve there serves {served}, not {home}: give the URL of the server of "
+            f"{home}, or --home {served}"
+        ])
+    return f"checked: the server at {origin} takes it"

@@ -419,13 +419,16 @@ def install_bridge(
     host: BridgedHost = CLAUDE_CODE,
     dry_run: bool = False,
     http: str | None = None,
+    http_decisions: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Merge the bridge into FILE (created when missing, backed up to FILE.bak before a
     change), or print it; the exit code. ``http``: the address ``hookbus serve --http``
-    printed, for http hooks where they cannot weaken a fail-closed hook
-    (``hookbus.hosts.httpbridge``)."""
+    printed, for http hooks where they cannot weaken a fail-closed hook, nor be answered
+    with an approval or a rewrite by whoever holds the port while the server is down
+    (unless ``http_decisions``): ``hookbus.hosts.httpbridge``. The token written is first
+    checked against the server there."""
     out = out or sys.stdout
     err = err or sys.stderr
     shown = os.fspath(file)
@@ -441,24 +444,28 @@ def install_bridge(
         if not isinstance(document, dict):
             raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
         if http is not None:
-            from hookbus.hosts.httpbridge import TOKEN_VARIABLE, command_events, hook_url, token_for_file
+            from hookbus.hosts.httpbridge import TOKEN_VARIABLE, command_events, hook_url, plan_token
 
             if host is not CLAUDE_CODE:
                 raise ImportFailed([f"--http: {host.name} has no http hooks; install its command bridge (without --http)"])
             url = hook_url(http)
             root = home_root(home)
-            merged, lines = merge_bridge(document, command, shown, host, url, command_events(root, host.events))
+            kept = command_events(root, host.events, decisions=http_decisions)
+            merged, lines = merge_bridge(document, command, shown, host, url, kept)
             if dry_run:
-                token_advice = f"the token goes into {shown}'s env when it is readable by you alone; nothing was made"
-            else:
-                token_env, token_advice = token_for_file(shown, root)
-                if token_env is not None:
+                token_advice = f"the token goes into {shown}'s env when it is readable by you alone; nothing was made or checked"
+            elif any(event not in kept for event in host.events):
+                plan = plan_token(shown, root, url)
+                token_advice = plan.note
+                if plan.env is not None:
                     env = merged.get("env")
                     if env is not None and not isinstance(env, dict):
                         raise ImportFailed([f"{shown}: expected an object of variables, got {json_type_name(env)} @ $.env"])
-                    merged["env"] = {**(env or {}), **token_env}
-                    if (env or {}).get(TOKEN_VARIABLE) != token_env[TOKEN_VARIABLE]:
-                        lines.append(f"env: {TOKEN_VARIABLE} set to the server's token ({shown} is readable by you alone)")
+                    merged["env"] = {**(env or {}), **plan.env}
+                    if (env or {}).get(TOKEN_VARIABLE) != plan.env[TOKEN_VARIABLE] and plan.line is not None:
+                        lines.append(plan.line)
+        elif http_decisions:
+            raise ImportFailed(["--http-decisions goes with --http: it lets the http hooks take the events whose answer approves or rewrites"])
         else:
             merged, lines = merge_bridge(document, command, shown, host)
     except ImportFailed as exc:

@@ -12,7 +12,13 @@ hooks it cannot start, a bus shutting down) is decided as each matching hook's
 ``on_error`` says (``HookBus.undecided``), and when not even that can run, as
 ``hookbus.hosts.lastresort`` says from the files: a deny when a fail-closed hook could
 fire. Only what no fail-closed hook could have caught is answered with an error status,
-which Claude Code shows as a non-blocking error.
+which Claude Code shows as a non-blocking error. A request the listener will not parse (too
+large, or the server too busy to take it) is decided from its event alone (``unparsed``):
+a deny when a fail-closed hook in effect, the home guard among them, fires on that event.
+
+What ``hookbus status`` shows of it is what is in effect now: the events Claude Code posted
+here on which a fail-closed hook is in effect (``fail_closed_posted``), recomputed when the
+hooks change.
 """
 
 from __future__ import annotations
@@ -20,16 +26,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hookbus.decision import ALLOW
 from hookbus.hosts.bridge import CLAUDE_CODE, BridgeInputError, output_text
 from hookbus.hosts.hostinput import HostInput, read_host_envelope, salvage_event
+from hookbus.hosts.httpbridge import DECISION_EVENTS
 from hookbus.hosts.lastresort import BLOCKING_EVENTS, last_resort
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.decision import Decision
+    from hookbus.spec import Hook
+    from hookbus.registry import EventIndex
     from hookbus.workers import ElasticThreads
 
 logger = logging.getLogger("hookbus")
@@ -73,11 +82,13 @@ class ClaudeCodeEndpoint:
         self.running = 0
         self._notes_said: set[str] = set()
         self.host = CLAUDE_CODE
-        #: The events with a fail-closed hook, as of a generation of the hooks.
+        #: The events with a fail-closed hook in effect, as of a generation of the hooks.
         self._fail_closed: tuple[int, frozenset[str]] = (-1, frozenset())
-        #: The events Claude Code posted here on which a fail-closed hook fires: if this
-        #: server is down, Claude Code runs the tool there (said once each, and in status).
-        self.fail_closed_over_http: set[str] = set()
+        #: The events Claude Code posted here (its name: vixd's), for status.
+        self._posted: dict[str, str] = {}
+        #: Those on which the server warned of a fail-closed hook; one leaves when its hook
+        #: does, so that it is warned of again if one comes back.
+        self._warned: set[str] = set()
 
     # -- what Claude Code sent ------------------------------------------------------------
 
@@ -99,37 +110,71 @@ class ClaudeCodeEndpoint:
         except RuntimeError as exc:
             reply(self._failed(None, None, f"no thread could be started to read the request ({exc})", salvage_event(_head(body))))
 
-    def oversized(self, head: bytes, why: str) -> Reply:
-        """The answer to a body too large to take, of which ``head`` is the start: 413 when
-        no fail-closed hook could fire on its event (unknown: any event), else a deny."""
+    def unparsed(self, head: bytes, why: str, status: int) -> Reply:
+        """The answer to a request that is not parsed (a body too large to take, a server
+        too busy to take it), of which ``head`` is the start: a deny in Claude Code's shape
+        when a fail-closed hook in effect, the home guard among them, fires on its event
+        (on any event that can block, when its event cannot be read), whatever its matcher;
+        else ``status`` (Claude Code goes on), since no hook that could deny was skipped."""
         fields = salvage_event(_head(head))
         host_event = fields.get("hook_event_name")
         event = self.host.events.get(host_event) if isinstance(host_event, str) else None
         if host_event is not None and event is None:
             return NOTHING  # an event hookbus has no counterpart of: no hook runs on it
         if not self.fail_closed_could_fire(event):
-            return Reply.text(413, f"{why}; nothing was run, and no fail-closed hook could fire on it")
+            logger.warning("POST /claude-code: %s; no fail-closed hook could fire on it (%s)", why, host_event or "event unknown")
+            return Reply.text(status, f"{why}; nothing was run, and no fail-closed hook could fire on it")
         reason = f"hookbus could not decide ({why}); a fail-closed hook could fire on it, so it is denied"
         logger.warning("POST /claude-code: %s", reason)
         return self._deny(host_event if event is not None else None, event, reason)
 
     def fail_closed_could_fire(self, event: str | None) -> bool:
-        """Whether a loaded fail-closed hook fires on ``event`` (on any event that can
+        """Whether a fail-closed hook in effect fires on ``event`` (on any event that can
         block, when None), whatever its matcher."""
-        events = BLOCKING_EVENTS if event is None else (event,)
-        return any(
-            hook.spec.on_error == "deny" and not hook.spec.shadow and hook.event in events
-            for hook in self.bus.snapshot.every_hook.values()
-        )
+        events = self.fail_closed_events()
+        return bool(events & set(BLOCKING_EVENTS)) if event is None else event in events
 
-    def _check_fail_closed(self, host_event: str, event: str) -> None:
+    def fail_closed_events(self) -> frozenset[str]:
+        """vixd's events with a fail-closed hook in effect now: enabled, not a shadow, under
+        the kill switch as it is, the home guard among them (while it is on)."""
         snapshot = self.bus.snapshot
         generation, events = self._fail_closed
         if generation != snapshot.generation:
-            events = frozenset(hook.event for hook in snapshot.every_hook.values() if hook.spec.on_error == "deny" and not hook.spec.shadow)
+            events = frozenset(
+                event for event, index in snapshot.index.items()
+                if any(hook.spec.on_error == "deny" and not hook.spec.shadow for hook in _hooks_of(index))
+            )
             self._fail_closed = snapshot.generation, events
-        if event in events and host_event not in self.fail_closed_over_http:
-            self.fail_closed_over_http.add(host_event)
+        return events
+
+    def fail_closed_posted(self) -> list[str]:
+        """The events Claude Code posted here on which a fail-closed hook is in effect now:
+        if this server is down, Claude Code runs the tool there."""
+        events = self.fail_closed_events()
+        return sorted(host_event for host_event, event in self._posted.items() if event in events)
+
+    def ping(self) -> Reply:
+        """What ``GET /ping`` answers a client with the token: this server, and its home."""
+        import os
+
+        from hookbus import __version__
+
+        document = {"hookbus": __version__, "home": str(self.bus.home.root), "pid": os.getpid()}
+        return Reply(200, (output_text(document) + "\n").encode())
+
+    def _check_fail_closed(self, host_event: str, event: str) -> None:
+        if host_event not in self._posted and len(self._posted) < MAX_NOTES_SAID:
+            self._posted[host_event] = event
+            if host_event in DECISION_EVENTS:
+                logger.info(
+                    "POST /claude-code: Claude Code posts %s here, whose answer can approve or rewrite a call: while this "
+                    "server is down, whoever listens on its port is obeyed there (docs/security.md, The http listener)",
+                    host_event,
+                )
+        if event not in self.fail_closed_events():
+            self._warned.discard(host_event)
+        elif host_event not in self._warned:
+            self._warned.add(host_event)
             logger.warning(
                 "POST /claude-code: a fail-closed hook fires on %s, which Claude Code posts over http: when it cannot "
                 "reach this server it runs the tool. Run `hookbus import claude-code FILE --install-bridge --http URL` "
@@ -239,6 +284,14 @@ class ClaudeCodeEndpoint:
         if note not in self._notes_said and len(self._notes_said) < MAX_NOTES_SAID:
             self._notes_said.add(note)
             logger.info("POST /claude-code: %s", note)
+
+
+def _hooks_of(index: EventIndex) -> Iterator[Hook]:
+    """Every hook of an event's index (a hook may be listed under several names)."""
+    yield from index.match_all
+    yield from index.regex
+    for hooks in index.by_name.values():
+        yield from hooks
 
 
 def _head(data: bytes) -> str:

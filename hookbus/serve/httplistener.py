@@ -1,32 +1,55 @@
 """``hookbus serve --http``: an HTTP/1.1 listener on loopback, beside the Unix socket, in the
-same process and on the same bus. Its one route is ``POST /claude-code``
-(``hookbus.serve.claudehttp``).
+same process and on the same bus. Its route is ``POST /claude-code``
+(``hookbus.serve.claudehttp``); ``GET /ping`` says which server this is, to a client with
+the token (the import checks its token with it).
 
 HTTP is parsed by h11 (sans-IO: it runs inside this loop and never touches a socket).
 Nothing another local user or a web page sends gets as far as a hook:
 - a request carrying ``Origin`` (a browser), or whose ``Host`` is not the listener's own
-  address and port (DNS rebinding), gets 403; one without the bearer token, 401 (counted);
-  both before a byte of the body is read, and the connection is closed;
-- headers over MAX_HEADER_BYTES get 431; a body over MAX_BODY_BYTES gets 413, or a deny
-  when a fail-closed hook could fire on it (Claude Code runs the tool on any non-2xx);
-- a request must arrive whole within REQUEST_SECONDS of its first byte (else 408), and a
-  keep-alive connection idle for IDLE_SECONDS is closed; a connection that never sent a
-  good token is the first to go when MAX_CONNECTIONS are open.
+  address and port (DNS rebinding; on port 80, the address alone too), gets 403; one
+  without the bearer token, 401 (counted); both before a byte of the body is read, and the
+  connection is closed;
+- headers over MAX_HEADER_BYTES get 431; a request must arrive whole within
+  REQUEST_SECONDS of its first byte (else 408), and a keep-alive connection idle for
+  IDLE_SECONDS is closed.
+
+Claude Code runs the tool on any answer that is not a 2xx, so what the server cannot take
+is decided by the hooks' ``on_error`` (``ClaudeCodeEndpoint.unparsed``), never answered
+with a bare error while a fail-closed hook could fire: a body over MAX_BODY_BYTES, one
+that would take the server past its memory budget once parsed (estimated before, as the
+socket estimates a line: ``request_cost``), bodies past BODY_BUDGET_BYTES being received,
+and a connection that finds every other with a request in flight.
+
+Connections: past the regular limit, a new one makes room by closing another: one that
+was refused (401, 403), then one that never sent a good token and has been silent past
+GRACE_SECONDS, then the longest idle keep-alive connection (token or not), then the
+oldest that has not sent a good token yet. A new connection is not taken for tokenless
+before its headers can arrive: Claude Code may pause between connecting and sending.
+
+At SIGTERM: no new connection; idle ones are closed; a request already arriving is given
+until its deadline, then run and answered. No connection is closed without an answer
+while a request on it has begun to arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import functools
 import hmac
 import logging
 import socket
+import struct
+import termios
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import h11
 
 from hookbus.serve.claudehttp import ClaudeCodeEndpoint, Reply
-from hookbus.serve.httpconfig import host_header
+from hookbus.serve.httpconfig import accepted_hosts, host_header
+from hookbus.reporting import ReportOnce
+from hookbus.serve.server import BUFFER_BUDGET_BYTES, MEMORY_BUDGET_BYTES, request_cost
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
@@ -36,12 +59,15 @@ logger = logging.getLogger("hookbus")
 
 #: The route, and the only method it takes.
 ROUTE = b"/claude-code"
+#: What a client with the token may ask of this server, to know it is the one it meant.
+PING_ROUTE = b"/ping"
 #: Request line and headers together, at most (h11 answers more with 431).
 MAX_HEADER_BYTES = 32 * 1024
 #: A body, at most: the largest request the Unix socket takes, too.
 MAX_BODY_BYTES = 16 * 1024 * 1024
-#: What all connections together may hold of bodies being received.
-BODY_BUDGET_BYTES = 256 * 1024 * 1024
+#: What all connections together may hold of bodies being received: what the socket's
+#: connections may hold of their unfinished lines.
+BODY_BUDGET_BYTES = BUFFER_BUDGET_BYTES
 #: How much of an oversized body is read to find its event, before it is answered.
 PEEK_BYTES = 64 * 1024
 #: A request must arrive whole within this many seconds of its first byte, and a new
@@ -50,9 +76,26 @@ REQUEST_SECONDS = 10.0
 #: A keep-alive connection with no request for this long is closed (and clients are told,
 #: with ``Keep-Alive: timeout=``, so that they do not reuse it just as it closes).
 IDLE_SECONDS = 60.0
-#: Connections open at once; past it, the oldest that never sent a good token is closed,
-#: and when every one has, the new one gets 503.
+#: Connections open at once, at most. An eighth of them are kept for answering "busy":
+#: past the rest, a new connection makes room by closing another, and when none can go
+#: (each has a request in flight), its request is decided by the hooks' on_error.
 MAX_CONNECTIONS = 256
+#: The share of connections kept for answering "busy" (one in so many).
+BUSY_SHARE = 8
+#: How long a new connection may stay silent before it may be closed for another: Claude
+#: Code may pause about 50 ms between connecting and sending. Until then, no other new
+#: connection is accepted for its sake.
+GRACE_SECONDS = 0.5
+#: Connections accepted per wake-up of the listening socket, so a flood yields to requests.
+ACCEPTS_PER_WAKEUP = 64
+#: How long accepting pauses when the process is out of file descriptors.
+ACCEPT_BACKOFF_SECONDS = 0.1
+#: The rank of a new connection within its grace: never closed for another.
+FRESH = 3
+#: The kernel hands over a new connection only once its first bytes arrive, or after this
+#: many seconds (TCP_DEFER_ACCEPT): a flood of silent connections reaches the server late,
+#: and old, while one that sends, whenever it sends, comes at once with its request.
+DEFER_ACCEPT_SECONDS = 1
 #: Answers buffered for a client before no further request of its is read.
 WRITE_BUFFER_HIGH = 256 * 1024
 #: How long a closing connection keeps reading (and dropping) what the client still sends,
@@ -64,28 +107,69 @@ _REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not
             503: "Service Unavailable"}
 
 
+class MemoryBudget:
+    """What requests may hold in memory once parsed, estimated before they are parsed
+    (``request_cost``) and held until they are answered. The listener keeps one of its own
+    unless it is lent the server's, so that the socket and http share one budget
+    (``hookbus.serve.run``)."""
+
+    def __init__(self, limit: int = MEMORY_BUDGET_BYTES) -> None:
+        self.limit = limit
+        self._held = 0
+
+    @property
+    def held(self) -> int:
+        return self._held
+
+    def take(self, cost: int) -> bool:
+        """Hold ``cost`` bytes; False (nothing held) when that would pass the limit."""
+        if self.held + cost > self.limit:
+            return False
+        self._hold(cost)
+        return True
+
+    def give_back(self, cost: int) -> None:
+        self._hold(-cost)
+
+    def _hold(self, change: int) -> None:
+        self._held += change
+
+
 class HttpListener:
     """Serves ``POST /claude-code`` from ``bus`` on ``sock`` (bound to a loopback address,
     listening) for requests that carry ``token``."""
 
-    def __init__(self, bus: HookBus, sock: socket.socket, token: str, threads: ElasticThreads) -> None:
+    def __init__(
+        self, bus: HookBus, sock: socket.socket, token: str, threads: ElasticThreads, budget: MemoryBudget | None = None
+    ) -> None:
         self.bus = bus
         self._sock = sock
         host, port = sock.getsockname()[:2]
         self.host, self.port = str(host), int(port)
         #: The ``Host`` a request must carry: the listener's own address and port.
         self.expected_host = host_header(self.host, self.port).encode()
+        self._hosts = accepted_hosts(self.host, self.port)
         self._authorization = b"Bearer " + token.encode()
         self._threads = threads
+        self.budget = budget or MemoryBudget()
         self.connections: dict[_HttpConnection, None] = {}
         #: Requests refused for want of the token, and for a foreign Host or an Origin.
         self.unauthorized = 0
         self.forbidden = 0
         #: Bytes of bodies being received, over every connection.
         self.receiving = 0
-        self._server: asyncio.AbstractServer | None = None
         self._stopping = False
         self._refused_once = False
+        #: Sockets accepted whose protocol is being set up (they count as connections).
+        self._setting_up: dict[asyncio.Task[Any], socket.socket] = {}
+        #: Whether the listening socket is watched; and the timer that watches it again.
+        self._accepting = False
+        self._resume: asyncio.TimerHandle | None = None
+        #: Accepting is paused because the process is out of descriptors.
+        self._backing_off = False
+        #: Whether the kernel holds back a connection until its first bytes (Linux).
+        self.deferred = False
+        self._report = ReportOnce()
         # Beside the socket's connections: both together stay within the descriptors the
         # process may open, the hooks' reserve kept.
         from hookbus.serve.server import connection_limit
@@ -93,28 +177,119 @@ class HttpListener:
         self._descriptor_share = max(8, connection_limit() // 2)
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self.endpoint = ClaudeCodeEndpoint(self.bus, self._threads, loop)
-        self._server = await loop.create_server(lambda: _HttpConnection(self), sock=self._sock)
+        self._loop = asyncio.get_running_loop()
+        self.endpoint = ClaudeCodeEndpoint(self.bus, self._threads, self._loop)
+        self._sock.setblocking(False)
+        self.deferred = _defer_accept(self._sock)
+        self._resume_accepting()
 
     def stop_accepting(self) -> None:
-        """No new connections; idle ones are closed, and the others once their answer is
-        written."""
+        """No new connections; idle ones are closed, and the others once the request they
+        have begun to receive is answered. The listening socket is closed (under systemd,
+        this process's copy: systemd's keeps the port, and queues what comes meanwhile)."""
         self._stopping = True
-        if self._server is not None:
-            self._server.close()
+        self._pause_accepting(None)
+        self._sock.close()
+        for task in self._setting_up:
+            task.cancel()  # _connected closes its socket
         for connection in list(self.connections):
-            connection.close_when_idle()
+            connection.finish_then_close()
+
+    # -- accepting ----------------------------------------------------------------------
+    # A connection is accepted only once there is room for it; until then it waits in the
+    # kernel's queue, which costs no descriptor and resets nothing.
+
+    def _accept(self) -> None:
+        for _ in range(ACCEPTS_PER_WAKEUP):
+            room = self._make_room()
+            if room is None:
+                return
+            try:
+                sock, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                # Out of descriptors (EMFILE/ENFILE) or similar: pause rather than spin.
+                self._report.failed("http accepting", f"http: cannot accept a connection: {exc.strerror}")
+                self._pause_accepting(self._loop.time() + ACCEPT_BACKOFF_SECONDS)
+                self._backing_off = True
+                return
+            self._report.succeeded("http accepting")
+            sock.setblocking(False)
+            protocol = functools.partial(_HttpConnection, self, room or None)
+            task = self._loop.create_task(self._loop.connect_accepted_socket(protocol, sock))
+            self._setting_up[task] = sock
+            task.add_done_callback(self._connected)
+
+    def _connected(self, task: asyncio.Task[Any]) -> None:
+        sock = self._setting_up.pop(task, None)
+        if task.cancelled() or task.exception() is not None:
+            if not task.cancelled():
+                logger.error("http: a connection could not be set up: %s", task.exception())
+            if sock is not None:
+                sock.close()
+        if not self._setting_up and not self._accepting and not self._backing_off:
+            self._resume_accepting()  # paused until the new ones could be judged
+
+    def _make_room(self) -> str | None:
+        """Room for one more connection: "" when there is, why it would be answered busy
+        when only that is left, None when accepting is paused meanwhile (until the oldest
+        new connection has had its grace, or a connection goes)."""
+        regular, most = self.connection_limits()
+        now = self._loop.time()
+        while len(self.connections) + len(self._setting_up) >= regular:
+            victim = self._victim(now)
+            if victim is None:
+                break
+            victim.make_room()
+            self.forget(victim)  # its connection_lost comes later, on the loop
+        count = len(self.connections) + len(self._setting_up)
+        if count < regular:
+            return ""
+        if len(self._setting_up):  # judged once they are set up (_connected resumes)
+            self._pause_accepting(now + GRACE_SECONDS)
+            return None
+        fresh = min((c.opened for c in self.connections if c.eviction_rank(now) is not None), default=None)
+        if fresh is not None:  # new connections, within their grace: let them send first
+            self._pause_accepting(max(fresh + GRACE_SECONDS, now + GRACE_SECONDS / 10))
+            return None
+        if count < most:
+            return f"the server is busy: {count} http connections are open, each with a request in flight"
+        if not self._refused_once:
+            self._refused_once = True
+            logger.warning("http: %d connections are open, each with a request in flight; new ones wait", most)
+        self._pause_accepting(now + GRACE_SECONDS / 10)  # or until a connection goes
+        return None
+
+    def _pause_accepting(self, until: float | None) -> None:
+        if self._accepting:
+            self._accepting = False
+            self._loop.remove_reader(self._sock.fileno())
+        if self._resume is not None:
+            self._resume.cancel()
+            self._resume = None
+        if until is not None and not self._stopping:
+            self._resume = self._loop.call_at(until, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        if self._resume is not None:
+            self._resume.cancel()  # a no-op when it is the timer that called
+            self._resume = None
+        self._backing_off = False
+        if not self._accepting and not self._stopping:
+            self._accepting = True
+            self._loop.add_reader(self._sock.fileno(), self._accept)
 
     @property
     def url(self) -> str:
         return f"http://{self.expected_host.decode()}"
 
     async def close(self) -> None:
-        """Stop accepting, answer the requests running hooks, then close every connection
-        (those that do not take their answer within 2 s are aborted)."""
+        """Stop accepting; let every request that has begun to arrive finish arriving (each
+        within its deadline) and be answered; then close every connection (those that do
+        not take their answer within 2 s are aborted)."""
         self.stop_accepting()
-        while self.endpoint.running:
+        while self.endpoint.running or any(connection.in_flight for connection in self.connections):
             await asyncio.sleep(0.01)
         deadline = time.monotonic() + 2.0
         while self.connections and time.monotonic() < deadline:
@@ -126,36 +301,44 @@ class HttpListener:
         return {
             "url": self.url, "connections": len(self.connections),
             "unauthorized": self.unauthorized, "forbidden": self.forbidden, "running": self.endpoint.running,
-            "fail_closed_over_http": sorted(self.endpoint.fail_closed_over_http),
+            "fail_closed_over_http": self.endpoint.fail_closed_posted(),
         }
 
+    def connection_limits(self) -> tuple[int, int]:
+        """(regular, most): past ``regular`` connections a new one makes room by closing
+        another, and when none can go it is answered "busy"; past ``most``, it waits in the
+        kernel's queue."""
+        most = min(MAX_CONNECTIONS, self._descriptor_share)
+        return most - max(1, most // BUSY_SHARE), most
+
     def admit(self, connection: _HttpConnection) -> bool:
-        """Whether a new connection may stay: room is made by closing the oldest that never
-        sent a good token."""
-        limit = min(MAX_CONNECTIONS, self._descriptor_share)
-        if len(self.connections) >= limit:
-            for other in self.connections:
-                if not other.trusted and not other.handling:
-                    other.abort()
-                    self.forget(other)  # its connection_lost comes later, on the loop
-                    break
-        if len(self.connections) >= limit:
-            if not self._refused_once:
-                self._refused_once = True
-                logger.warning("http: %d connections are open, the most it holds; refusing new ones", limit)
+        """Whether a connection just set up may stay (room was made when it was accepted)."""
+        if len(self.connections) >= self.connection_limits()[1]:
             return False
         self.connections[connection] = None
         return True
 
+    def _victim(self, now: float) -> _HttpConnection | None:
+        """The connection to close for a new one; None when none may go (a new connection
+        within its grace is never closed for another: accepting waits instead)."""
+        chosen: _HttpConnection | None = None
+        best: tuple[int, float] | None = None
+        for connection in self.connections:
+            rank = connection.eviction_rank(now)
+            if rank is not None and rank[0] < FRESH and (best is None or rank < best):
+                chosen, best = connection, rank
+        return chosen
+
     def forget(self, connection: _HttpConnection) -> None:
-        self.connections.pop(connection, None)
+        if self.connections.pop(connection, None) is not None and not self._accepting and not self._backing_off:
+            self._resume_accepting()  # paused for want of room: there may be some now
 
     def refusal(self, request: h11.Request, host: bytes | None, hosts: int, origin: bytes | None, authorization: bytes | None) -> tuple[int, str] | None:
         """Why ``request`` may not be answered, as (status, message); None when it may."""
         if origin is not None:
             self.forbidden += 1
             return 403, "requests from a web page (with an Origin header) are refused; nothing was run"
-        if hosts != 1 or host != self.expected_host:
+        if hosts != 1 or host not in self._hosts:
             self.forbidden += 1
             return 403, f"the Host header must be {self.expected_host.decode()}, this listener's own address; nothing was run"
         if authorization is None or not hmac.compare_digest(authorization, self._authorization):
@@ -164,7 +347,10 @@ class HttpListener:
                 logger.warning("http: %d request(s) without the right token refused so far", self.unauthorized)
             what = "no" if authorization is None else "a wrong"
             return 401, f"{what} bearer token: send Authorization: Bearer with the token of HOME/run/http.token or $HOOKBUS_HTTP_TOKEN; nothing was run"
-        if request.target != ROUTE and request.target.split(b"?", 1)[0] != ROUTE:
+        path = request.target.split(b"?", 1)[0]
+        if path == PING_ROUTE:
+            return None if request.method == b"GET" else (405, "only GET is taken, on /ping")
+        if path != ROUTE:
             return 404, f"no such route {request.target.decode('ascii', 'replace')[:200]!r}; the route is POST /claude-code"
         if request.method != b"POST":
             return 405, "only POST is taken, on /claude-code"
@@ -174,7 +360,7 @@ class HttpListener:
 class _HttpConnection(asyncio.Protocol):
     """One client: requests in, one at a time; answers out in order."""
 
-    def __init__(self, listener: HttpListener) -> None:
+    def __init__(self, listener: HttpListener, busy: str | None = None) -> None:
         self._listener = listener
         self._transport: asyncio.Transport | None = None
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER_BYTES)
@@ -190,10 +376,22 @@ class _HttpConnection(asyncio.Protocol):
         #: Whether a request is arriving (its first byte is in), being answered, or neither.
         self._receiving = False
         self.handling = False
-        #: Whether this client ever sent the right token: such a one is not evicted for others.
+        #: Whether this client ever sent the right token.
         self.trusted = False
-        self._oversized: str | None = None
+        #: When it connected, and when it last had nothing in flight (loop time).
+        self.opened = self.idle_since = 0.0
+        #: Why the server is too busy to run this connection's request (None: it is not):
+        #: it is read only to be decided by the hooks' on_error, and the connection closed.
+        self.busy = busy
+        #: The request is not to be parsed: the status and why (too large, too busy).
+        self._shed: tuple[int, str] | None = None
+        #: What the request being handled holds of the memory budget.
+        self._cost = 0
+        #: The request's route (ROUTE or PING_ROUTE), once its headers are in.
+        self._route = ROUTE
         self._closing = False
+        #: The server is stopping: the request arriving is answered, then the connection closed.
+        self._final = False
         self._pumping = False
         #: The client is not reading its answers: no further request is read until it does.
         self._writing_paused = False
@@ -203,6 +401,11 @@ class _HttpConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self.opened = self.idle_since = asyncio.get_running_loop().time()
+        if self._listener.deferred and not self._unread():
+            # The kernel held it back until its first bytes or DEFER_ACCEPT_SECONDS: with
+            # none, it has been silent that long already, past its grace.
+            self.opened -= GRACE_SECONDS
         if not self._listener.admit(self):
             transport.write(_raw(503, "too many connections; nothing was run"))
             transport.close()
@@ -227,9 +430,58 @@ class _HttpConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
-    def close_when_idle(self) -> None:
-        self._closing = True
-        if not self.handling and not self._receiving:
+    @property
+    def in_flight(self) -> bool:
+        """Whether a request on it has begun to arrive, or is being answered."""
+        return self._transport is not None and not self._closing and (self.handling or self._receiving or self._pending())
+
+    def eviction_rank(self, now: float) -> tuple[int, float] | None:
+        """Where it stands among the connections that may be closed to make room, first
+        first; None when it may not (a request on it is in flight). A connection that was
+        refused; then one that never sent a good token, silent for longer than
+        GRACE_SECONDS, oldest first; then a keep-alive one with nothing in flight, the
+        longest idle first; then one that has not sent a good token yet, oldest first."""
+        if self._closing:
+            return 0, self.opened
+        if not self.trusted:
+            # Past its grace without a whole request (silent, or dripping its headers), it is
+            # not a client that paused: unless what it sent waits for a loop that reads late.
+            old = now - self.opened > GRACE_SECONDS
+            return (1 if old and not self._unread() else FRESH), self.opened
+        if self.in_flight:
+            return None
+        return 2, self.idle_since
+
+    def _unread(self) -> bool:
+        """Whether bytes the loop has not read yet wait in the kernel (a busy loop reads
+        late: the client is not silent for that)."""
+        transport = self._transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None:
+            return False
+        try:
+            return bool(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0])
+        except OSError:
+            return False
+
+    def make_room(self) -> None:
+        """Closed for another connection: a keep-alive one is told (FIN), so that its
+        client drops it from its pool; any other is aborted, at once."""
+        transport = self._transport
+        if transport is None:
+            return
+        if self.trusted and not self._closing:
+            self._closing = True
+            self._cancel_timer()
+            transport.close()
+        else:
+            transport.abort()
+
+    def finish_then_close(self) -> None:
+        """The server stops: close now when nothing is in flight, else once the request
+        that has begun to arrive is answered."""
+        self._final = True
+        if not self.in_flight:
             self._close()
 
     def pause_writing(self) -> None:
@@ -258,6 +510,10 @@ class _HttpConnection(asyncio.Protocol):
         # A client that shut its sending side after its request still gets the answer: the
         # connection stays open while the hooks run, and closes once it is written.
         return self.handling
+
+    def _pending(self) -> bool:
+        """Whether bytes of a further request are in, not yet read."""
+        return bool(self._h11.trailing_data[0])
 
     # -- requests -------------------------------------------------------------------------
 
@@ -306,6 +562,7 @@ class _HttpConnection(asyncio.Protocol):
                 declared = value
             elif name == b"origin":
                 origin = value
+        self._route = PING_ROUTE if request.target.split(b"?", 1)[0] == PING_ROUTE else ROUTE
         if size > MAX_HEADER_BYTES:
             self._refuse(431, f"the request line and headers hold {size:,} bytes, more than the {MAX_HEADER_BYTES:,} taken; nothing was run")
             return
@@ -318,54 +575,76 @@ class _HttpConnection(asyncio.Protocol):
         if self._h11.they_are_waiting_for_100_continue and self._transport is not None:
             self._transport.write(self._h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            self._oversized = f"the request body is {int(declared):,} bytes, more than the {MAX_BODY_BYTES:,} a request may hold"
+            self._shed = 413, f"the request body is {int(declared):,} bytes, more than the {MAX_BODY_BYTES:,} a request may hold"
+        elif self.busy is not None and self._route == ROUTE:
+            self._shed = 503, self.busy
 
     def _take(self, data: bytes) -> None:
         listener = self._listener
-        if self._oversized is None:
+        if self._shed is None:
             if self._received + len(data) > MAX_BODY_BYTES:
-                self._oversized = f"the request body is more than the {MAX_BODY_BYTES:,} bytes a request may hold"
+                self._shed = 413, f"the request body is more than the {MAX_BODY_BYTES:,} bytes a request may hold"
             elif listener.receiving + len(data) > BODY_BUDGET_BYTES:
-                self._oversized = (
-                    f"the server holds {listener.receiving >> 20} MiB of request bodies, the most it holds "
-                    f"({BODY_BUDGET_BYTES >> 20} MiB)"
+                self._shed = 503, (
+                    f"the server is busy: it holds {listener.receiving >> 20} MiB of request bodies being received, "
+                    f"the most it holds ({BODY_BUDGET_BYTES >> 20} MiB)"
                 )
-        room = PEEK_BYTES - self._received if self._oversized is not None else len(data)
+        room = PEEK_BYTES - self._received if self._shed is not None else len(data)
         if room > 0:
             taken = data[:room] if room < len(data) else data
             self._chunks.append(bytes(taken))
             self._received += len(taken)
             listener.receiving += len(taken)
-        if self._oversized is not None and self._received >= PEEK_BYTES:
-            self._answer_oversized()
+        if self._shed is not None and self._received >= PEEK_BYTES:
+            self._answer_shed()
 
     def _body(self) -> bytes:
         chunks = self._chunks
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def _answer_oversized(self) -> None:
-        assert self._oversized is not None
-        reply = self._listener.endpoint.oversized(self._body(), self._oversized)
+    def _answer_shed(self) -> None:
+        """Answer a request that is not parsed, from the start of its body (its event), and
+        close: the rest of it is not read."""
+        assert self._shed is not None
+        status, why = self._shed
+        reply = self._listener.endpoint.unparsed(self._body(), why, status)
         self._release_body()
         self._send(reply, close=True)
 
     def _dispatch(self) -> None:
-        if self._oversized is not None:
-            self._answer_oversized()
+        if self._route == PING_ROUTE:
+            self._release_body()
+            self._send(self._listener.endpoint.ping(), close=self.busy is not None)
             return
+        if self._shed is not None:
+            self._answer_shed()
+            return
+        body = self._body()
+        self._release_body()
+        budget = self._listener.budget
+        cost = request_cost(body)
+        if not budget.take(cost):
+            # Not parsed: parsing it is what would take the memory.
+            why = (
+                f"the server is busy: the request would take about {cost >> 20} MiB once parsed, and requests in flight "
+                f"hold {budget.held >> 20} MiB of the {budget.limit >> 20} MiB the server allows"
+            )
+            self._send(self._listener.endpoint.unparsed(body, why, 503), close=False)
+            return
+        self._cost = cost
         self._disarm()
         self._receiving = False
         self.handling = True
-        body = self._body()
-        self._release_body()
         self._listener.endpoint.handle(body, self._reply)
         self._update_reading()  # still running (hooks): read nothing more meanwhile
 
     def _reply(self, reply: Reply) -> None:
         self.handling = False
+        self._listener.budget.give_back(self._cost)
+        self._cost = 0
         if self._transport is None:
             return  # the client went away; the hooks ran and were recorded all the same
-        self._send(reply, close=self._closing)
+        self._send(reply, close=False)
 
     def _refuse(self, status: int, message: str) -> None:
         self._send(Reply.text(status, message), close=True)
@@ -382,11 +661,14 @@ class _HttpConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None:
             return
+        # The last answer of a busy connection, or of a stopping server (unless the client
+        # has already sent more: each request that has begun to arrive is answered).
+        close = close or self.busy is not None or (self._final and not self._pending())
         headers = [(b"content-type", reply.content_type), (b"content-length", str(len(reply.body)).encode())]
         if reply.status == 401:
             headers.append((b"www-authenticate", b'Bearer realm="hookbus"'))
         elif reply.status == 405:
-            headers.append((b"allow", b"POST"))
+            headers.append((b"allow", b"GET" if self._route == PING_ROUTE else b"POST"))
         if close:
             headers.append((b"connection", b"close"))
         else:
@@ -403,11 +685,18 @@ class _HttpConnection(asyncio.Protocol):
             close = True
         transport.write(data)
         self._receiving = False
+        self._shed = None
+        self._route = ROUTE
         if close or self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
             self._close()
             return
         self._h11.start_next_cycle()
-        self._arm(IDLE_SECONDS, self._timed_out)
+        self.idle_since = asyncio.get_running_loop().time()
+        if self._pending():  # the client sent (part of) its next request already
+            self._receiving = True
+            self._arm(REQUEST_SECONDS, self._timed_out)
+        else:
+            self._arm(IDLE_SECONDS, self._timed_out)
         self._update_reading()
         if not self._writing_paused:  # else resume_writing reads on, once the answers are taken
             self._pump()  # a request the client sent already
@@ -484,6 +773,18 @@ class _HttpConnection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def _defer_accept(sock: socket.socket) -> bool:
+    """Ask the kernel to hold back connections until their first bytes; whether it will."""
+    option = getattr(socket, "TCP_DEFER_ACCEPT", None)
+    if option is None:
+        return False
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, option, DEFER_ACCEPT_SECONDS)
+    except OSError:
+        return False
+    return True
 
 
 def _raw(status: int, message: str) -> bytes:

@@ -4,24 +4,33 @@ Start-up: the run directory, the lock, the bus, then the socket; ``hookbus serve
 listening on PATH`` on stderr once requests are answered. With ``--http 127.0.0.1:PORT``,
 also an HTTP listener for Claude Code's http hooks (``hookbus.serve.httplistener``), and
 ``hookbus serve: listening on http://127.0.0.1:PORT`` (the real port) after the socket's.
-SIGTERM or SIGINT: stop accepting, answer what is running, close the bus (every fire
-recorded), remove the socket, exit 0; a second one kills the hooks still running (recorded
-as interrupted). SIGHUP: reload.
+Under systemd socket activation (``LISTEN_PID``, ``LISTEN_FDS``: a .socket unit holds the
+port across restarts, so no one else can take it meanwhile), the http listener is the
+socket systemd passed (``hookbus.serve.httpconfig.systemd_socket``), with or without
+``--http``. A port that is taken stops the start with who holds it, when that can be
+found (another user is a probable squatter).
+SIGTERM or SIGINT: stop accepting, answer what is running (and each http request that has
+begun to arrive), close the bus (every fire recorded), remove the socket, exit 0; a second
+one kills the hooks still running (recorded as interrupted). SIGHUP: reload.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import signal
 import socket
 import sys
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from hookbus.bus import HookBus
 from hookbus.serve.listener import ServeError, ServeLock, check_socket_dir, ensure_run_dir, listen, remove_socket
 from hookbus.serve.rendezvous import default_socket_path, home_root, socket_path
 from hookbus.serve.server import HookServer
+
+if TYPE_CHECKING:
+    from hookbus.serve.httplistener import MemoryBudget
 
 READY_MESSAGE = "hookbus serve: listening on {path}"
 
@@ -36,18 +45,25 @@ def serve(
     """Serve the hooks of ``home`` on ``socket_file`` (and, with ``http``, a loopback
     ``HOST:PORT``, on ``POST /claude-code``) until SIGTERM or SIGINT; 0 then. ServeError (a
     HookBusError) when it cannot start. Call it from the main thread."""
-    from hookbus.serve.httpconfig import parse_http_address
+    from hookbus.serve.httpconfig import parse_http_address, systemd_socket
 
     root = home_root(home)
     path = socket_path(socket_file, root)
     address = parse_http_address(http) if http is not None else None
-    ensure_run_dir(root)
-    if path != default_socket_path(root):
-        check_socket_dir(path)
-    lock = ServeLock(root)
-    lock.acquire(path)
+    # Taken (and the variables unset) before anything can start a hook that would inherit them.
+    inherited = systemd_socket()
     try:
-        http_socket, token = _http_socket(root, address) if address is not None else (None, "")
+        ensure_run_dir(root)
+        if path != default_socket_path(root):
+            check_socket_dir(path)
+        lock = ServeLock(root)
+        lock.acquire(path)
+    except BaseException:
+        if inherited is not None:
+            inherited.close()
+        raise
+    try:
+        http_socket, token = _http_socket(root, address, inherited) if address is not None or inherited is not None else (None, "")
         try:
             bus = HookBus(root, watch=True)
             try:
@@ -63,13 +79,24 @@ def serve(
     return 0
 
 
-def _http_socket(home: str, address: tuple[str, int]) -> tuple[socket.socket, str]:
-    """A TCP socket listening on ``address`` (loopback, checked), and the token requests
-    must carry."""
-    from hookbus.serve.httpconfig import load_token, url_of
+def _http_socket(home: str, address: tuple[str, int] | None, inherited: socket.socket | None) -> tuple[socket.socket, str]:
+    """A TCP socket listening on ``address`` (loopback, checked), or the one systemd passed
+    (``inherited``, which must be on ``address`` when both are given), and the token
+    requests must carry."""
+    from hookbus.serve.httpconfig import load_token, port_holder, url_of
     from hookbus.serve.listener import BACKLOG
 
-    token, _ = load_token(home)
+    try:
+        token, _ = load_token(home)
+        if inherited is not None:
+            _check_inherited(inherited, address)
+    except BaseException:
+        if inherited is not None:
+            inherited.close()
+        raise
+    if inherited is not None:
+        return inherited, token
+    assert address is not None
     host, port = address
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
@@ -80,9 +107,45 @@ def _http_socket(home: str, address: tuple[str, int]) -> tuple[socket.socket, st
         sock.listen(BACKLOG)
     except OSError as exc:
         sock.close()
-        raise ServeError(f"cannot listen on {url_of(host, port)}: {exc.strerror or exc}") from None
+        holder = port_holder(host, port, home) if exc.errno == errno.EADDRINUSE else ""
+        raise ServeError(f"cannot listen on {url_of(host, port)}: {exc.strerror or exc}{holder}") from None
     sock.setblocking(False)
     return sock, token
+
+
+def _check_inherited(sock: socket.socket, address: tuple[str, int] | None) -> None:
+    """ServeError when ``--http`` names another address than the socket systemd passed."""
+    import ipaddress
+
+    from hookbus.serve.httpconfig import url_of
+
+    if address is None:
+        return
+    host, port = sock.getsockname()[:2]
+    bound = ipaddress.ip_address(host)
+    bound = (bound.ipv4_mapped or bound) if isinstance(bound, ipaddress.IPv6Address) else bound
+    if bound != ipaddress.ip_address(address[0]) or address[1] not in (0, port):
+        raise ServeError(
+            f"systemd passed a socket listening on {url_of(str(bound), port)}, but --http says {url_of(*address)}: "
+            "make the .socket unit's ListenStream= and --http name the same address"
+        )
+
+
+def _sockets_budget(server: HookServer) -> MemoryBudget:
+    """The socket server's memory budget, lent to the http listener: one budget for every
+    request the process parses, whichever way it came. (Made here, not at import: a serve
+    without --http loads no http code.)"""
+    from hookbus.serve.httplistener import MemoryBudget
+
+    class SocketsBudget(MemoryBudget):
+        @property
+        def held(self) -> int:
+            return server.bytes_in_flight
+
+        def _hold(self, change: int) -> None:
+            server.hold_bytes(change)
+
+    return SocketsBudget()
 
 
 def _to_stderr(line: str) -> None:
@@ -107,7 +170,7 @@ async def _serve(
     if http_socket is not None:
         from hookbus.serve.httplistener import HttpListener
 
-        http = server.http = HttpListener(bus, http_socket, token, http_threads)
+        http = server.http = HttpListener(bus, http_socket, token, http_threads, _sockets_budget(server))
     stops = 0
 
     def on_stop(signum: int) -> None:

@@ -202,6 +202,17 @@ class HookServer:
         return len(self._connections)
 
     @property
+    def bytes_in_flight(self) -> int:
+        """What the requests being parsed and running are estimated to hold in memory
+        (``request_cost``), against MEMORY_BUDGET_BYTES."""
+        return self._bytes_in_flight
+
+    def hold_bytes(self, change: int) -> None:
+        """Count ``change`` bytes more (fewer, when negative) against the memory budget:
+        the http listener's requests share it. On the server's event loop only."""
+        self._bytes_in_flight += change
+
+    @property
     def in_flight(self) -> int:
         return self._in_flight
 
