@@ -1,6 +1,10 @@
 """The recorders in effect: which recorder plugins record (settings.json ``"recorder"``),
 and every record, load error, read and loss that goes to them.
 
+Everything on its way to a recorder passes through here, and is masked here, once, for all
+of them (``hookbus.redaction.redact_record``, ``redact_emit_record``, ``mask``): registered
+secrets and secrets of a known shape never reach a recorder, built-in or third-party.
+
 A recorder that raises is reported once (and once when it recovers) and skipped: it never
 breaks the bus, an emit, or the other recorders. Nor can one that is slow to shut down hold
 up ``close()`` (and so a process's exit) past RECORDER_FLUSH_SECONDS.
@@ -16,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hookbus.errors import Problem
 from hookbus.plugins import each_implementation
-from hookbus.records import EmitRecord, RunRecord
-from hookbus.redaction import redact_record
+from hookbus.records import EmitRecord, RefusedRecords, RunRecord
+from hookbus.redaction import mask, redact_emit_record, redact_record
 from hookbus.reporting import ReportOnce
 
 if TYPE_CHECKING:
@@ -104,8 +108,9 @@ class Recorders:
                 yield name, calls[name]
 
     def record(self, record: RunRecord) -> RunRecord:
-        """Hand a record to every active recorder. Secrets a runner registered (an API key
-        a server echoed back) are masked first; the masked record is returned."""
+        """Hand a record to every active recorder. Secrets are masked first: those a runner
+        registered (an API key a server echoed back) and those of a known shape (a token in
+        a tool's input, whatever registered it); the masked record is returned."""
         record = redact_record(record)
         for key, call in self._functions:
             try:
@@ -121,6 +126,8 @@ class Recorders:
     def load_errors(self, current: Mapping[str, str | None]) -> None:
         """Tell recorders about load errors that appeared or went away (state.json's
         last_error). A recorder that has just become active hears of every current one."""
+        # Masked as records are: a spec's error may quote what the file holds.
+        current = {hook_id: None if error is None else mask(error) for hook_id, error in current.items()}
         changed = {
             hook_id: error for hook_id, error in current.items() if self._load_errors.get(hook_id, "unknown") != error
         }
@@ -142,12 +149,18 @@ class Recorders:
         runs: list[RunRecord] = self._first_reading("hookbus_read_runs", "runs", hook_id=hook_id, limit=limit)
         return runs
 
-    def _first_reading(self, hook_name: str, what: str, **kwargs: Any) -> list[Any]:
+    def _first_reading(self, hook_name: str, what: str, refusable: bool = False, **kwargs: Any) -> list[Any]:
         """What the first active recorder that can read ``what`` answers ``hook_name`` with;
-        [] when none can (a reader that raises is reported, and the next one asked)."""
+        [] when none can (a reader that raises is reported, and the next one asked).
+        ``refusable``: a reader's RefusedRecords goes to the caller, whose to say it is."""
         for plugin, call in self._calls(hook_name, bus=self._owner, **kwargs):
             try:
                 found = call()
+            except RefusedRecords:
+                if refusable:
+                    raise  # what was refused must not look like nothing recorded
+                self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} refused to read some {what}")
+                continue
             except Exception as exc:
                 self._report.failed(f"reader {plugin!r}", f"recorder {plugin!r} could not read {what}: {type(exc).__name__}: {exc}")
                 continue
@@ -156,7 +169,9 @@ class Recorders:
         return []
 
     def record_emit(self, record: EmitRecord) -> bool:
-        """Hand an emit record to every active recorder that keeps them; whether one did."""
+        """Hand an emit record to every active recorder that keeps them, its envelope and
+        decision masked first as a record's are; whether one did."""
+        record = redact_emit_record(record)
         kept = False
         for plugin, call in self._calls("hookbus_record_emit", bus=self._owner, record=record):
             try:
@@ -171,8 +186,10 @@ class Recorders:
         return any(True for _ in self._calls("hookbus_read_emits", bus=self._owner, since=None, until=None))
 
     def read_emits(self, since: str | None, until: str | None) -> list[EmitRecord]:
-        """Emit records, oldest first, from the first active recorder that can read them."""
-        emits: list[EmitRecord] = self._first_reading("hookbus_read_emits", "emits", since=since, until=until)
+        """Emit records, oldest first, from the first active recorder that can read them.
+        ``RefusedRecords`` when it refused some (files another user could have written),
+        holding the records it did read."""
+        emits: list[EmitRecord] = self._first_reading("hookbus_read_emits", "emits", refusable=True, since=since, until=until)
         return emits
 
     @property

@@ -184,7 +184,8 @@ class EmitRecord:
 
     at: str
     event: str
-    #: The envelope, redacted like every record; cut when it was too big (``cut``).
+    #: The envelope, masked like every record on its way to a recorder; cut when it was
+    #: too big (``cut``).
     envelope: dict[str, Any]
     #: The merged decision, as the contract spells it.
     decision: dict[str, Any]
@@ -225,12 +226,13 @@ class EmitRecord:
 
 
 def emit_record(event: str, envelope: Mapping[str, Any], decision: dict[str, Any], hooks: Sequence[str], at: str | None = None) -> EmitRecord:
-    """The emit record of an emit: its envelope redacted and, past MAX_EMIT_ENVELOPE_BYTES,
-    cut to its top-level fields that are not containers."""
+    """The emit record of an emit: its envelope, past MAX_EMIT_ENVELOPE_BYTES cut to its
+    top-level fields that are not containers. Cut before it is masked, so that masking
+    costs at most what is kept: the recorders mask it on its way to them
+    (``hookbus.redaction.redact_emit_record``), as every record."""
     from hookbus.jsontext import strict_json
-    from hookbus.redaction import redact_value
 
-    kept = redact_value(dict(envelope))
+    kept = dict(envelope)
     cut = False
     try:
         too_big = len(strict_json(kept)) > MAX_EMIT_ENVELOPE_BYTES
@@ -239,4 +241,16 @@ def emit_record(event: str, envelope: Mapping[str, Any], decision: dict[str, Any
     if too_big:
         kept = {key: value for key, value in kept.items() if not isinstance(value, (dict, list)) and len(str(value)) <= 1024}
         cut = True
-    return EmitRecord(at or utc_timestamp(), event, kept, redact_value(dict(decision)), tuple(hooks), cut)
+    return EmitRecord(at or utc_timestamp(), event, kept, dict(decision), tuple(hooks), cut)
+
+
+class RefusedRecords(Exception):
+    """A recorder read records but refused some of them: files another user could have
+    written (owned by them, writable by group or others, a link, a FIFO), whose records
+    must not be acted on (``hookbus replay`` runs your hooks on them). ``records`` are those
+    it read and trusts; ``refusals`` say, one per refused file, which and how to fix it."""
+
+    def __init__(self, records: Sequence[EmitRecord], refusals: Sequence[str]) -> None:
+        super().__init__("; ".join(refusals))
+        self.records = list(records)
+        self.refusals = tuple(refusals)

@@ -35,24 +35,39 @@ Rules, chosen so that masking leaves ordinary text alone (but for the cost said 
   nothing in it changed.
 
 Thread-safe: registering replaces an immutable snapshot under a lock; reading takes the
-current snapshot without locking, so ``redact`` (and ``redact_decision``, ``redact_outcome``,
-``redact_record``) costs one attribute read when no secret is registered.
+current snapshot without locking, so ``redact`` (and ``redact_decision``, ``redact_outcome``)
+costs one attribute read when no secret is registered.
 
 ``RedactingFilter`` applies the same to log records. A filter on a *logger* only sees the
 records logged on that very logger (not those propagated from its children); put it on each
 logger, or on the handlers, to cover a tree.
+
+Records are masked more widely, whether or not anything was registered (a process that has
+run no prompt hook knows no key): ``mask``, ``mask_value``, ``redact_record`` and
+``redact_emit_record`` also mask secrets by their shape (``SHAPES``: the API keys of common
+providers, ``Authorization`` and ``Cookie`` values, a URL's password, private key blocks,
+``password=``-style assignments and flags), and ``mask_value`` masks whole the value of an
+object key named like a secret (``"password"``, ``"api_key"``, ``"authorization"``: see
+``names_a_secret``). Each is masked as ``[redacted]`` behind the part that says what it was
+(``sk-proj-[redacted]``, ``https://user:[redacted]@host``). The shapes run on RE2, in time
+linear in the text (a model writes most of it), on the text's UTF-8 bytes; one pass over
+all of a record's strings at once says whether any needs masking, so a record without a
+secret costs that pass and nothing more. What decides (a decision's reason, its input) is
+left to ``redact_decision``: the shapes mask what is kept, not what is answered.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     from hookbus.decision import Decision, HookFailure, Outcome
-    from hookbus.records import RunRecord
+    from hookbus.records import EmitRecord, RunRecord
 
 __all__ = [
     "MARKER",
@@ -60,8 +75,12 @@ __all__ = [
     "RedactingFilter",
     "clear_secrets",
     "has_secrets",
+    "mask",
+    "mask_value",
+    "names_a_secret",
     "redact",
     "redact_decision",
+    "redact_emit_record",
     "redact_outcome",
     "redact_record",
     "redact_url",
@@ -255,15 +274,331 @@ def redact_url(url: str) -> str:
     return f"{url[:authority_start]}{user}:{MARKER}@{hostport}{url[authority_end:]}"
 
 
+# -- secrets by their shape: what nobody registered ------------------------------------------
+
+#: Words an object key or an assigned name ends with when what it holds is a secret.
+_SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "auth", "credential", "credentials")
+#: ... and words that make one with ``key`` after them (``api_key``, ``API-KEY``, ``apikey``).
+_KEY_KINDS = ("api", "access", "private", "secret", "signing", "encryption", "master", "session")
+#: What an object key that names a secret ends with, lowercased: ``names_a_secret``.
+SECRET_KEY_ENDINGS: tuple[str, ...] = (
+    *_SECRET_WORDS,
+    *(f"{kind}{joint}key" for kind in _KEY_KINDS for joint in ("", "_", "-")),
+    "authorization",
+    "cookie",
+)
+#: Longer keys are data, not names: never taken for one.
+_MAX_KEY_NAME = 200
+_NAME = "(?:" + "|".join((*_SECRET_WORDS[:-2], "credentials?", "(?:" + "|".join(_KEY_KINDS) + ")[_-]?key")) + ")"
+#: An assigned value: quoted (a passphrase may hold spaces), JSON-escaped inside a string,
+#: or bare up to a delimiter of the shell, a URL's query or JSON. Never a lone ``=``
+#: (``token == x`` compares) nor what is masked already.
+_VALUE = (
+    r"""(?:"([^"\r\n]+)"|'([^'\r\n]+)'|\\"([^"\\\r\n]+)\\"|"""
+    r"""([^\s"'\\,;&<>{}()\[\]|`=][^\s"'\\,;&<>{}()\[\]|`]*))"""
+)
+#: The shapes of secrets that records are masked for, whatever was registered: what each
+#: is, and its RE2 pattern, in which every capturing group is what gets masked (the rest
+#: of the match is kept, to say what was there). Each is looked for on its own: in one
+#: pattern of them all, a shape that could still match from an earlier place (a long run of
+#: name characters on its way to a ``password=``) keeps RE2 reading past every match that
+#: another shape finds, which makes finding them all quadratic in the text.
+SHAPES: tuple[tuple[str, str], ...] = (
+    ("a private key block", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----((?s:.)*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)"),
+    ("an Authorization header's credentials", r"""(?i:\b(?:proxy-)?authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?:bearer|basic|token|digest|negotiate|bot|apikey|key)[ \t]+)?)([^\s"'\\,;]+)"""),
+    ("a Cookie header's value", r"""(?i:\b(?:set-)?cookie\\?["']?[ \t]*:[ \t]*\\?["']?)([^\r\n"'\\]+)"""),
+    ("a URL's password", r"""(?i:\b[a-z][a-z0-9+.-]*://[^\s/?#@:'"]*:)([^\s/?#'"]+)@"""),
+    ("curl's -u USER:PASSWORD", r"""(?:^|\s)(?:-u|--user)[ \t]*["']?[^\s:"']*:([^\s"']+)"""),
+    ("a secret-named assignment (password=, API_KEY:, \"token\": ...)", r"""(?i:\b[a-z0-9_.-]*""" + _NAME + r"""\\?["']?[ \t]*[:=][ \t]*)""" + _VALUE),
+    ("a secret-named flag (--password VALUE)", r"""(?:^|\s)(?i:--?[a-z0-9-]*""" + _NAME + r""")[ \t]+""" + _VALUE),
+    ("an OpenAI or Anthropic key", r"\b(?:sk-(?:proj|ant|svcacct|admin)-|sk-)([A-Za-z0-9_-]{20,})"),
+    ("a GitHub token", r"\b(?:gh[pousr]_)([A-Za-z0-9]{20,})"),
+    ("a GitHub fine-grained token", r"\bgithub_pat_([A-Za-z0-9_]{20,})"),
+    ("a GitLab token", r"\bglpat-([A-Za-z0-9_-]{20,})"),
+    ("a Slack token", r"\b(?:xox[abposr]|xapp)-([A-Za-z0-9-]{10,})"),
+    ("an AWS access key id", r"\b(?:AKIA|ASIA)([A-Z0-9]{16})\b"),
+    ("a Google API key", r"\bAIza([0-9A-Za-z_-]{35})"),
+    ("a Google OAuth token", r"\bya29\.([0-9A-Za-z_-]{20,})"),
+    ("a Stripe key", r"\b[rs]k_(?:live|test)_([0-9A-Za-z]{10,})"),
+    ("a Hugging Face token", r"\bhf_([A-Za-z0-9]{30,})"),
+    ("an npm token", r"\bnpm_([A-Za-z0-9]{36,})"),
+    ("a JSON Web Token", r"\beyJ([A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?)"),
+    ("a bearer token", r"(?:\b[Bb]earer|\bBEARER)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)"),
+)
+#: No shape fits in fewer characters (``auth=x``).
+_SHORTEST_SHAPE = 6
+#: Values a secret-named assignment has that are no secret (``"secret": false``), and
+#: what is masked already.
+_NOT_SECRETS = frozenset({b"true", b"false", b"null", b"none", b"nil", b"undefined", MARKER.encode()})
+#: A scheme before a credential, kept when the credential is masked: ``Bearer [redacted]``.
+_SCHEME = re.compile(r"(?i)(?:bearer|basic|token|digest|negotiate|bot|apikey)[ \t]+(?=\S)")
+#: Matches of one shape looked at in one text, at most: from the next one on, the rest of
+#: the text is masked whole. No real text holds hundreds of secrets of one kind, and a
+#: crafted one (``token=a`` a hundred thousand times) must not cost a second to mask.
+MAX_MATCHES_PER_SHAPE = 256
+#: Bytes of matches, in one text, split into what is kept and what is masked (the slower
+#: part of RE2); a match past it is masked whole, its telling part too.
+_SPLIT_BUDGET = 64 * 1024
+
+
+class _Shapes:
+    """The shapes compiled for RE2, on bytes read as Latin-1: each byte a character, so a
+    UTF-8 text's non-ASCII bytes fall only inside the negated classes, and every span starts
+    and ends on a character boundary. ``anywhere`` is all of them at once, without groups:
+    whether a text holds any, in one pass of the DFA. Each shape then has a finder without
+    groups (the DFA alone finds where each match starts and ends) and a splitter with them
+    (what of a match is kept, and what is masked), compiled the first time a text holds one
+    (a process that meets no secret compiles one pattern, not one per shape)."""
+
+    def __init__(self) -> None:
+        import re2
+
+        self._re2 = re2
+        self._patterns = [regex.encode("ascii") for _, regex in SHAPES]
+        self.anywhere = re2.compile(b"|".join(b"(?:" + pattern + b")" for pattern in self._patterns), self._options(False))
+        self._finders: list[Any] = [None] * len(SHAPES)
+        self._splitters: list[Any] = [None] * len(SHAPES)
+        self._which: Any = None
+
+    def _options(self, capture: bool) -> Any:
+        chosen = self._re2.Options()
+        chosen.encoding = self._re2.Options.Encoding.LATIN1
+        chosen.never_capture = not capture
+        chosen.log_errors = False  # a DFA out of memory falls back to the NFA: no news
+        return chosen
+
+    def _finder(self, index: int) -> Any:
+        finder = self._finders[index]
+        if finder is None:  # two threads may both compile it: the same pattern either way
+            finder = self._finders[index] = self._re2.compile(self._patterns[index], self._options(False))
+        return finder
+
+    def _splitter(self, index: int) -> Any:
+        splitter = self._splitters[index]
+        if splitter is None:
+            splitter = self._splitters[index] = self._re2.compile(self._patterns[index], self._options(True))
+        return splitter
+
+    def holds_any(self, data: bytes) -> bool:
+        return self.anywhere.search(data) is not None
+
+    def present(self, data: bytes) -> frozenset[int]:
+        """The shapes ``data`` holds, in one pass (an RE2 set): so that a long text is read
+        again only by the finders of what it holds. All of them when the set cannot say
+        (its DFA out of memory answers nothing, which must not read as "none")."""
+        which = self._which
+        if which is None:
+            which = self._re2.Set.SearchSet(self._options(False))
+            for pattern in self._patterns:
+                which.Add(pattern)
+            which.Compile()
+            self._which = which
+        found = which.Match(data)
+        return frozenset(found) if found else frozenset(range(len(SHAPES)))
+
+    def spans(self, data: bytes, shapes: frozenset[int] | None = None) -> tuple[list[tuple[int, int]], frozenset[int]]:
+        """Where the secrets of ``shapes`` (all when None) lie in ``data``, sorted, and
+        those that overlap or touch joined (a secret two shapes find is masked once, and
+        whole); and which shapes found one. Past MAX_MATCHES_PER_SHAPE matches of one
+        shape, a span runs from the next one to the end of ``data``."""
+        found: list[tuple[int, int]] = []
+        seen: set[int] = set()
+        budget = [_SPLIT_BUDGET]
+        for index in sorted(self.present(data) if shapes is None else shapes):
+            for count, match in enumerate(self._finder(index).finditer(data)):
+                seen.add(index)
+                start, end = match.span()
+                if count == MAX_MATCHES_PER_SHAPE:
+                    found.append((start, len(data)))
+                    break
+                found += self._split(index, data, start, end, budget)
+        return _joined(found), frozenset(seen)
+
+    def _split(self, index: int, data: bytes, start: int, end: int, budget: list[int]) -> list[tuple[int, int]]:
+        """The secret parts of the match ``data[start:end]`` of shape ``index``; the whole
+        match once the text's budget for splitting is spent."""
+        if end - start > budget[0]:
+            return [(start, end)]
+        budget[0] -= end - start
+        splitter = self._splitter(index)
+        parts = splitter.match(data, start, end)
+        if parts is None:  # cannot be: the same pattern matched there
+            return [(start, end)]
+        secrets = []
+        for group in range(1, splitter.groups + 1):
+            secret_start, secret_end = parts.span(group)
+            if secret_end > secret_start and data[secret_start:secret_end].lower() not in _NOT_SECRETS:
+                secrets.append((secret_start, secret_end))
+        return secrets
+
+
+def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    joined: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return joined
+
+
+@functools.lru_cache(maxsize=1)
+def _shapes() -> _Shapes:
+    """Compiled on first use: a process that records nothing does not import RE2 for it."""
+    return _Shapes()
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # a lone surrogate (JSON's "\ud800") kept
+
+
+def _masked_spans(data: bytes, spans: list[tuple[int, int]]) -> str:
+    marker = MARKER.encode()
+    pieces: list[bytes] = []
+    kept_until = 0
+    for start, end in spans:
+        pieces += (data[kept_until:start], marker)
+        kept_until = end
+    pieces.append(data[kept_until:])
+    return b"".join(pieces).decode("utf-8", "surrogatepass")
+
+
+def mask(text: str) -> str:
+    """``text`` as a record may keep it: every registered secret masked (``redact``), and
+    every secret of a known shape (``SHAPES``). ``text`` itself when it holds none."""
+    return _masked_text(text, None)
+
+
+def _masked_text(text: str, shapes: frozenset[int] | None) -> str:
+    """``mask`` with only ``shapes`` looked for (all when None)."""
+    text = redact(text)
+    if len(text) < _SHORTEST_SHAPE:
+        return text
+    data = _encoded(text)
+    engine = _shapes()
+    if shapes is None and not engine.holds_any(data):
+        return text
+    spans, _ = engine.spans(data, shapes)
+    return _masked_spans(data, spans) if spans else text
+
+
+def names_a_secret(key: str) -> bool:
+    """Whether an object key names a secret: it ends, in any case, with one of
+    ``SECRET_KEY_ENDINGS`` (``password``, ``db_password``, ``x-api-key``,
+    ``Authorization``), and is no longer than a name is."""
+    return len(key) <= _MAX_KEY_NAME and key.lower().endswith(SECRET_KEY_ENDINGS)
+
+
+def _masked_whole(value: Any) -> Any:
+    """The value of a secret-named key: a string masked whole, but for a scheme before it
+    (``Bearer [redacted]``); a number masked; anything else (a flag, null) kept."""
+    if isinstance(value, str):
+        if not value or value == MARKER:
+            return value
+        scheme = _SCHEME.match(value[:32])
+        return (scheme.group(0) if scheme else "") + MARKER
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return MARKER
+    return value
+
+
+class _Survey:
+    """What of a JSON-like value's strings must be masked, found in one pass over them all:
+    each string (keys too) joined by newlines, which no shape's secret crosses but a private
+    key's, and RE2 asked once. Nearly always the answer is nothing, and the value is kept
+    as it is, whatever its size, for the cost of that one pass."""
+
+    __slots__ = ("strings", "secret_keys", "shapes", "to_mask", "to_drop")
+
+    def __init__(self, value: Any) -> None:
+        #: Every string, in the order met.
+        self.strings: list[str] = []
+        #: A key named like a secret holds a value to mask whole.
+        self.secret_keys = False
+        self._collect(value)
+        #: The shapes the strings hold, for ``_masked_text`` to look for.
+        self.shapes: frozenset[int] = frozenset()
+        #: The strings to pass through ``_masked_text``.
+        self.to_mask: set[str] = set()
+        #: The strings a text of too many secrets reached: masked whole.
+        self.to_drop: set[str] = set()
+        self._find()
+
+    @property
+    def clean(self) -> bool:
+        return not (self.secret_keys or self.to_mask or self.to_drop)
+
+    def _collect(self, value: Any) -> None:
+        stack = [value]
+        seen: set[int] = set()
+        strings = self.strings
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                strings.append(item)
+            elif isinstance(item, dict):
+                if id(item) in seen:
+                    continue
+                seen.add(id(item))
+                for key, child in item.items():
+                    if isinstance(key, str):
+                        strings.append(key)
+                        if not self.secret_keys and names_a_secret(key):
+                            self.secret_keys = True
+                    stack.append(child)
+            elif isinstance(item, (list, tuple)):
+                if id(item) in seen:
+                    continue
+                seen.add(id(item))
+                stack.extend(item)
+
+    def _find(self) -> None:
+        snapshot = _snapshot
+        # Shorter strings hold nothing to mask: no shape, nor registered secret, is as short.
+        strings = [text for text in self.strings if len(text) >= _SHORTEST_SHAPE]
+        if not strings:
+            return
+        joined = "\n".join(strings)
+        if snapshot.anchors and any(anchor in joined for anchor in snapshot.anchors):
+            self.to_mask.update(text for text in strings if any(anchor in text for anchor in snapshot.anchors))
+        data = _encoded(joined)
+        engine = _shapes()
+        if not engine.holds_any(data):
+            return
+        spans, self.shapes = engine.spans(data)
+        self._assign(strings, spans, len(data))
+
+    def _assign(self, strings: list[str], spans: list[tuple[int, int]], size: int) -> None:
+        """Each string a span falls in is to be masked; those from where a shape's matches
+        ran out (a span to the very end) are masked whole."""
+        import bisect
+
+        starts = []
+        offset = 0
+        for text in strings:
+            starts.append(offset)
+            offset += len(_encoded(text)) + 1
+        for start, end in spans:
+            first = max(0, bisect.bisect_right(starts, start) - 1)
+            last = max(0, bisect.bisect_right(starts, max(start, end - 1)) - 1)
+            hit = strings[first : last + 1]
+            if end == size and last == len(strings) - 1 and last > first:
+                self.to_drop.update(hit[1:])  # a run of matches past the bound: the rest goes
+                self.to_mask.add(hit[0])
+            else:
+                self.to_mask.update(hit)
+
+
 # -- JSON-like values ------------------------------------------------------------------------
 
 
 class _Frame:
-    """One container being rebuilt by ``redact_value``."""
+    """One container being rebuilt by ``redact_value`` or ``mask_value``. ``whole``: it is
+    the value of a secret-named key, so every string and number in it is masked whole."""
 
-    __slots__ = ("source", "keys", "children", "built", "changed")
+    __slots__ = ("source", "keys", "children", "built", "changed", "whole", "index")
 
-    def __init__(self, source: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> None:
+    def __init__(self, source: dict[Any, Any] | list[Any] | tuple[Any, ...], whole: bool = False) -> None:
         self.source = source
         self.keys: list[Any] | None = None
         if isinstance(source, dict):
@@ -273,14 +608,26 @@ class _Frame:
             self.children = iter(list(source))
         self.built: list[Any] = []
         self.changed = False
+        self.whole = whole
+        #: The position of the next child: its key, for a dict.
+        self.index = 0
 
     def add(self, original: Any, scrubbed: Any) -> None:
         self.built.append(scrubbed)
         self.changed = self.changed or scrubbed is not original
 
-    def result(self, snapshot: _Snapshot) -> Any:
+    def child_is_secret(self, keyed: bool) -> bool:
+        """Whether the child about to be read is the value of a key named like a secret."""
+        if self.whole:
+            return True
+        if not keyed or self.keys is None:
+            return False
+        key = self.keys[self.index]
+        return isinstance(key, str) and names_a_secret(key)
+
+    def result(self, scrub: Callable[[str], str]) -> Any:
         if self.keys is not None:
-            keys = [_redact(key, snapshot) if isinstance(key, str) else key for key in self.keys]
+            keys = [scrub(key) if isinstance(key, str) else key for key in self.keys]
             if not self.changed and all(new is old for new, old in zip(keys, self.keys)):
                 return self.source
             return dict(zip(keys, self.built))
@@ -299,8 +646,38 @@ def redact_value(value: Any) -> Any:
     snapshot = _snapshot
     if not snapshot.anchors:
         return value
+    return _scrubbed(value, lambda text: _redact(text, snapshot), keyed=False)
+
+
+def mask_value(value: Any) -> Any:
+    """``value`` as a record may keep it: every string in it (dict keys too) passed through
+    ``mask``, and the value of every key named like a secret (``names_a_secret``) masked
+    whole, at any depth, through dicts, lists and tuples. Copied where it changes; the value
+    itself comes back when nothing in it holds a secret."""
     if isinstance(value, str):
-        return _redact(value, snapshot)
+        return mask(value)
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    survey = _Survey(value)
+    if survey.clean:
+        return value
+    return _scrubbed(value, _scrubber(survey), keyed=True)
+
+
+def _scrubber(survey: _Survey) -> Callable[[str], str]:
+    shapes, to_mask, to_drop = survey.shapes, survey.to_mask, survey.to_drop
+
+    def scrub(text: str) -> str:
+        if text in to_drop:
+            return MARKER
+        return _masked_text(text, shapes) if text in to_mask else text
+
+    return scrub
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str], keyed: bool) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
     if not isinstance(value, (dict, list, tuple)):
         return value
     # An explicit stack, not recursion: a hostile runner's decision may be nested deeper
@@ -313,47 +690,61 @@ def redact_value(value: Any) -> Any:
         if child is _DONE:
             stack.pop()
             on_path.discard(id(frame.source))
-            built = frame.result(snapshot)
+            built = frame.result(scrub)
             if not stack:
                 return built
             stack[-1].add(frame.source, built)
-        elif isinstance(child, str):
-            frame.add(child, _redact(child, snapshot))
-        elif isinstance(child, (dict, list, tuple)):
+            continue
+        secret = frame.child_is_secret(keyed)
+        frame.index += 1
+        if isinstance(child, (dict, list, tuple)):
             if id(child) in on_path:
                 frame.add(child, CYCLE_MARKER)
             else:
                 on_path.add(id(child))
-                stack.append(_Frame(child))
+                stack.append(_Frame(child, secret))
+        elif secret:
+            frame.add(child, _masked_whole(child))
+        elif isinstance(child, str):
+            frame.add(child, scrub(child))
         else:
             frame.add(child, child)
 
 
 def redact_record(record: RunRecord) -> RunRecord:
-    """``record`` with its error, decision (reason, context, input), note and thread id
-    scrubbed. The same object when no secret is registered (the cost on every fire is one
-    attribute read) or when nothing in it held one."""
-    snapshot = _snapshot
-    if not snapshot.anchors:
+    """``record`` as a recorder may keep it: its error, decision (reason, context, input,
+    all of it), note, thread id and tool name passed through ``mask`` (registered secrets
+    and secrets of a known shape; in the decision, the values of secret-named keys too).
+    The same object when nothing in it held a secret, which one pass over its strings
+    tells."""
+    texts = (record.error, record.note, record.thread_id, record.tool_name)
+    survey = _Survey([*(text for text in texts if text is not None), record.decision])
+    if survey.clean:
         return record
-    error = _redact_optional(record.error, snapshot)
-    note = _redact_optional(record.note, snapshot)
-    thread_id = _redact_optional(record.thread_id, snapshot)
-    decision = redact_value(record.decision)
-    if (
-        error is record.error
-        and note is record.note
-        and thread_id is record.thread_id
-        and decision is record.decision
-    ):
+    scrub = _scrubber(survey)
+    error, note, thread_id, tool_name = (None if text is None else scrub(text) for text in texts)
+    decision = _scrubbed(record.decision, scrub, keyed=True)
+    if (error, note, thread_id, tool_name, decision) == (*texts, record.decision) and decision is record.decision:
         return record
     import attrs
 
-    return attrs.evolve(record, error=error, note=note, thread_id=thread_id, decision=decision)
+    return attrs.evolve(record, error=error, note=note, thread_id=thread_id, tool_name=tool_name, decision=decision)
 
 
-def _redact_optional(text: str | None, snapshot: _Snapshot) -> str | None:
-    return text if text is None else _redact(text, snapshot)
+def redact_emit_record(record: EmitRecord) -> EmitRecord:
+    """``record`` as a recorder may keep it: its envelope and decision passed through
+    ``mask_value``. The same object when nothing in it held a secret."""
+    survey = _Survey([record.envelope, record.decision])  # one pass for both
+    if survey.clean:
+        return record
+    scrub = _scrubber(survey)
+    envelope = _scrubbed(record.envelope, scrub, keyed=True)
+    decision = _scrubbed(record.decision, scrub, keyed=True)
+    if envelope is record.envelope and decision is record.decision:
+        return record
+    import attrs
+
+    return attrs.evolve(record, envelope=envelope, decision=decision)
 
 
 #: What a Decision says in words, to the model or to the user: masked. Not its ``input``

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -408,3 +409,133 @@ def test_a_path_that_is_no_hook_directory_is_refused(tmp_path: Path, capsys: pyt
     (source / "hook.json").rename(source / "hook.yml")
     assert f"{source} holds no hook.json or hook.yaml" in install(capsys, home, source)[2]
     assert os.listdir(home / "hooks") == []
+
+
+# -- what was checked is what is installed ------------------------------------------------------
+
+
+def tampering(tamper: str) -> str:
+    """check.sh that runs ``tamper`` when its fixture runs it, then denies rm -rf."""
+    return f'#!/usr/bin/env bash\nif [ "$HOOKBUS_TEST" = 1 ]; then {tamper}; fi\n' + DENY_RM.split("\n", 1)[1]
+
+
+CATCH_ALL = json.dumps({"trigger": {"event": "PreToolUse"}, "mode": "sync", "command": "true"})
+
+
+def test_a_fixture_that_changes_its_copy_refuses_the_install(tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    """The fixture's script rewrites the copy it runs from into a catch-all hook and adds a
+    file: what the fixtures checked is not what would be installed."""
+    tamper = f"printf %s '{CATCH_ALL}' > \"$HOOKBUS_HOOK_DIR/hook.json\"; echo 'exit 0' > \"$HOOKBUS_HOOK_DIR/evil.sh\""
+    source = draft(tmp_path / "drafts" / "guard", files={"check.sh": (tampering(tamper), 0o700), "tests/deny.json": fixture({"behavior": "deny"})})
+
+    code, out, err = install(capsys, home, source)
+
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        f"hookbus install: running {source}/tests/deny.json changed the hook's own files (evil.sh: added; hook.json: its "
+        "content changed), so what its fixtures checked is not what would be installed, and nothing was installed: a hook "
+        "keeps what it writes outside its directory (or writes nothing when HOOKBUS_TEST=1, as its fixtures run)"
+    )
+    assert os.listdir(home / "hooks") == []
+    assert json.loads((source / "hook.json").read_text()) == GUARD  # the draft is as it was
+
+
+def test_the_fixtures_run_from_a_copy_apart_from_the_one_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    seen = tmp_path / "seen"
+    source = draft(tmp_path / "drafts" / "guard", files={
+        "check.sh": (tampering(f'echo "$HOOKBUS_HOOK_DIR" > {seen}'), 0o700), "tests/deny.json": fixture({"behavior": "deny"}),
+    })
+
+    code, out, err = install(capsys, home, source)
+
+    assert code == 0, err
+    ran_in = Path(seen.read_text().strip())
+    assert home not in ran_in.parents and not ran_in.exists()  # a scratch home elsewhere, removed
+    assert sorted(os.listdir(home / "hooks" / "guard")) == ["check.sh", "hook.json", "tests"]
+
+
+def test_a_fixture_that_changes_the_draft_changes_nothing_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    drafts = tmp_path / "drafts"
+    tamper = f"printf %s '{CATCH_ALL}' > '{drafts}/guard/hook.json'; echo x > '{drafts}/guard/late.sh'"
+    source = draft(drafts / "guard", files={"check.sh": (tampering(tamper), 0o700), "tests/deny.json": fixture({"behavior": "deny"})})
+    checked = {name: (source / name).read_bytes() for name in ("hook.json", "check.sh", "tests/deny.json")}
+
+    code, out, err = install(capsys, home, source)
+
+    assert code == 0, err
+    installed = home / "hooks" / "guard"
+    assert sorted(os.listdir(installed)) == ["check.sh", "hook.json", "tests"]
+    assert {name: (installed / name).read_bytes() for name in checked} == checked
+    assert (source / "late.sh").exists()  # the fixture did change the draft
+
+
+def test_a_copy_changed_as_it_is_moved_into_place_is_taken_out_and_the_old_hook_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, home: Path
+) -> None:
+    """A process that found the checked copy writes into it just as it is renamed into place:
+    the copy is taken out again and the hook it was to replace (--force) is back."""
+    from hookbus.cli import installverb
+
+    old = draft(home / "hooks" / "guard", files={"old.txt": ("old", 0o600)})
+    before = {name: (old / name).read_bytes() for name in os.listdir(old)}
+    source = draft(tmp_path / "drafts" / "guard")
+    real_rename = os.rename
+
+    def rename_then_write(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        real_rename(src, dst, *args, **kwargs)
+        if Path(dst) == old and Path(src).name == "guard":
+            (Path(dst) / "hook.json").write_text(CATCH_ALL)
+
+    monkeypatch.setattr(installverb.os, "rename", rename_then_write)
+
+    code, out, err = install(capsys, home, source, "--force")
+
+    assert code == 1
+    assert err.startswith(f"hookbus install: the checked copy of {source} changed as it was moved into place (hook.json: its content changed)")
+    assert "nothing was installed" in err
+    assert {name: (old / name).read_bytes() for name in os.listdir(old)} == before
+    assert leftovers(home) == []
+
+
+def test_manifests_say_what_changed(tmp_path: Path) -> None:
+    directory = draft(tmp_path / "hook", files={"lib/a.sh": ("a", 0o700)})
+    before = staged.manifest_of(directory)
+    assert before["."][0] == "directory" and before["hook.json"][0] == "file" and before["lib/a.sh"][1] == 0o700
+    assert staged.differences(before, staged.manifest_of(directory)) == []
+    (directory / "check.sh").chmod(0o755)
+    (directory / "lib" / "a.sh").write_text("b")
+    (directory / "lib" / "b").symlink_to("/etc/passwd")
+    os.link(directory / "hook.json", tmp_path / "elsewhere")
+    (directory / "state.json").write_text("{}")
+    assert staged.differences(before, staged.manifest_of(directory)) == [
+        "check.sh: its mode changed from 0700 to 0755",
+        "hook.json: it has 2 names now (a hard link to it was made)",
+        "lib/a.sh: its content changed",
+        "lib/b: added (a symbolic link)",
+        "state.json: added",
+    ]
+    assert "state.json" not in staged.manifest_of(directory, in_place=True)
+
+
+def test_bytecode_python_writes_as_a_fixture_runs_refuses_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, home: Path
+) -> None:
+    """A Python hook that imports a module beside it makes Python write __pycache__ into the
+    copy its fixtures run from: that is not the hook changing itself."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    seen = tmp_path / "pycache"
+    check = (
+        f"#!{sys.executable}\nimport json, os, sys\nsys.path.insert(0, os.environ['HOOKBUS_HOOK_DIR'])\nimport rules\n"
+        f"open({str(seen)!r}, 'w').write(str(os.listdir(os.environ['HOOKBUS_HOOK_DIR'])))\n"
+        "sys.exit(rules.decide(json.load(sys.stdin)))\n"
+    )
+    rules = "def decide(envelope):\n    return 2 if 'rm -rf' in envelope['tool_input']['command'] else 0\n"
+    source = draft(tmp_path / "drafts" / "guard", files={
+        "check.sh": (check, 0o700), "rules.py": (rules, 0o600), "tests/deny.json": fixture({"behavior": "deny"}),
+    })
+
+    code, out, err = install(capsys, home, source)
+
+    assert code == 0, err
+    assert "__pycache__" in seen.read_text()  # Python did write it where the fixture ran
+    assert sorted(os.listdir(home / "hooks" / "guard")) == ["check.sh", "hook.json", "rules.py", "tests"]

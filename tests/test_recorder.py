@@ -696,3 +696,75 @@ def test_last_error_clears_when_the_hook_works_again(home, write_hook, make_bus)
     state = read_state(home, "flaky")
     assert (state["last_status"], state["last_error"]) == ("allow", None)
     assert [run["error"] for run in state["recent_runs"]] == ["exited with status 3: broke", None]
+
+
+# -- who may read what is recorded --------------------------------------------------------
+
+
+def mode_of(path: Path) -> int:
+    import os
+    import stat
+
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+@pytest.mark.timeout(60)
+def test_the_logs_and_state_are_their_owners_alone_whatever_the_umask(home, write_hook, make_bus):
+    import os
+
+    (home / "settings.json").write_text(json.dumps({"record_envelopes": True}))
+    (home / "settings.json").chmod(0o600)
+    write_decider(write_hook)
+    bus = make_bus()
+    old = os.umask(0)  # everything made now would be readable, and writable, by everyone
+    try:
+        emit_n(bus, 1)
+        bus.close()
+    finally:
+        os.umask(old)
+    logs = home / "logs"
+    assert {path: mode_of(logs / path) for path in ("", "hooks", "emits", f"hooks/{utc_day()}.jsonl", f"emits/{utc_day()}.jsonl")} == {
+        "": 0o700, "hooks": 0o700, "emits": 0o700, f"hooks/{utc_day()}.jsonl": 0o600, f"emits/{utc_day()}.jsonl": 0o600,
+    }
+    assert mode_of(home / "hooks" / "decider" / "state.json") == 0o600
+
+
+@pytest.mark.timeout(60)
+def test_logs_left_readable_by_others_are_tightened_when_next_opened(home, write_hook, make_bus):
+    write_decider(write_hook)
+    day = home / "logs" / "hooks" / f"{utc_day()}.jsonl"
+    day.parent.mkdir(parents=True)
+    day.write_text("")
+    day.chmod(0o644)
+    day.parent.chmod(0o755)
+    day.parent.parent.chmod(0o755)
+    bus = make_bus()
+    emit_n(bus, 1)
+    bus.close()
+    assert (mode_of(day.parent.parent), mode_of(day.parent), mode_of(day)) == (0o700, 0o700, 0o600)
+    assert len(read_log(home)) == 1
+
+
+def test_state_json_is_written_private_over_a_loose_one(home):
+    hook_dir = home / "hooks" / "h"
+    hook_dir.mkdir()
+    (hook_dir / "state.json").write_text("{}")
+    (hook_dir / "state.json").chmod(0o644)
+    append_runs(hook_dir, [RunRecord(at="2026-01-01T00:00:00.000Z", hook_id="h", event="Stop", mode="sync", status="allow", duration=0.0)])
+    assert mode_of(hook_dir / "state.json") == 0o600
+
+
+@pytest.mark.timeout(60)
+def test_what_a_hook_says_is_recorded_masked_with_nothing_registered(home, write_hook, make_bus):
+    """A token in a hook's answer is masked by its shape in the log and in state.json, and
+    given back as it is to the caller, whose decision it is."""
+    token = "ghp_Fg7Hj2Kl5Mn8Pq1Rs4Tu7Vw0Xy3Za6Bc9De2"
+    write_hook("leaky", mode="sync", blocking=True, command=f"echo 'curl -u bob:hunter2hunter2 {token}' >&2; exit 2")
+    write_hook("broken", mode="sync", command=f"echo 'PGPASSWORD=hunter2hunter2 {token}' >&2; exit 1")
+    bus = make_bus()
+    decision = bus.emit("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "ls"}})
+    assert token in (decision.reason or "")
+    bus.close()
+    recorded = json.dumps(read_log(home)) + json.dumps(read_state(home, "broken")) + json.dumps(read_state(home, "leaky"))
+    assert "hunter2hunter2" not in recorded and token[4:] not in recorded
+    assert "ghp_[redacted]" in recorded and "bob:[redacted]" in recorded and "PGPASSWORD=[redacted]" in recorded

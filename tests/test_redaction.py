@@ -12,7 +12,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from hookbus.decision import Decision, HookFailure, Outcome
-from hookbus.records import RunRecord
+from hookbus.records import EmitRecord, RunRecord
 from hookbus.redaction import (
     CYCLE_MARKER,
     MARKER,
@@ -20,8 +20,12 @@ from hookbus.redaction import (
     RedactingFilter,
     clear_secrets,
     has_secrets,
+    mask,
+    mask_value,
+    names_a_secret,
     redact,
     redact_decision,
+    redact_emit_record,
     redact_outcome,
     redact_record,
     redact_url,
@@ -234,9 +238,49 @@ def test_redact_value_cuts_a_cycle() -> None:
 # -- records ---------------------------------------------------------------------------------
 
 
-def test_redact_record_is_the_same_object_when_no_secret_is_registered() -> None:
-    original = record(error=f"HTTP 401: Bearer {KEY}", decision={"behavior": "allow"})
+def test_redact_record_is_the_same_object_when_nothing_in_it_is_secret_and_nothing_is_registered() -> None:
+    original = record(error="HTTP 401: unauthorized", decision={"behavior": "allow"}, tool_name="bash", thread_id="t-1")
     assert redact_record(original) is original
+
+
+def test_redact_record_masks_secrets_of_a_known_shape_with_nothing_registered() -> None:
+    """A process that has run no prompt hook has registered nothing: the shapes still mask."""
+    github = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    original = record(
+        status="deny",
+        error=f"HTTP 401: Authorization: Bearer {KEY}",
+        decision={
+            "behavior": "modify", "reason": f"refused {github}", "context": "PGPASSWORD=hunter2hunter2 psql",
+            "input": {"command": "git push https://me:Sup3rS3cret@git.example.com/r.git", "api_key": "k-123456"},
+        },
+        note=f"superseded; it said {github}",
+        thread_id=f"t-{github}",
+        tool_name=f"bash {github}",
+    )
+    masked = redact_record(original)
+    assert not has_secrets()
+    text = json.dumps(masked.log_entry()) + json.dumps(masked.state_run())
+    for secret in (KEY, github[4:], "hunter2hunter2", "Sup3rS3cret", "k-123456"):
+        assert secret not in text
+    assert masked.error == f"HTTP 401: Authorization: Bearer {MARKER}"
+    assert masked.decision == {
+        "behavior": "modify", "reason": f"refused ghp_{MARKER}", "context": f"PGPASSWORD={MARKER} psql",
+        "input": {"command": f"git push https://me:{MARKER}@git.example.com/r.git", "api_key": MARKER},
+    }
+    assert (masked.note, masked.thread_id, masked.tool_name) == (
+        f"superseded; it said ghp_{MARKER}", f"t-ghp_{MARKER}", f"bash ghp_{MARKER}",
+    )
+
+
+def test_redact_emit_record_masks_the_envelope_and_the_decision() -> None:
+    envelope = {"tool_name": "bash", "tool_input": {"command": "curl -u bob:hunter2hunter2 https://x", "token": "abc"}}
+    original = EmitRecord("2026-01-01T00:00:00.000Z", "PreToolUse", envelope, {"behavior": "deny", "reason": "no sk-" + "a" * 30}, ("g",))
+    masked = redact_emit_record(original)
+    assert masked.envelope == {"tool_name": "bash", "tool_input": {"command": f"curl -u bob:{MARKER} https://x", "token": MARKER}}
+    assert masked.decision == {"behavior": "deny", "reason": f"no sk-{MARKER}"}
+    assert original.envelope["tool_input"]["token"] == "abc"  # not changed in place
+    clean = EmitRecord("2026-01-01T00:00:00.000Z", "Stop", {"thread_id": "t"}, {"behavior": "allow"}, ())
+    assert redact_emit_record(clean) is clean
 
 
 def test_redact_record_is_the_same_object_when_nothing_in_it_is_secret() -> None:
@@ -269,6 +313,156 @@ def test_redact_record_scrubs_error_decision_note_and_thread_id() -> None:
     assert KEY not in json.dumps(scrubbed.log_entry())
     assert KEY not in json.dumps(scrubbed.state_run())
     assert original.error is not None and KEY in original.error  # records are immutable
+
+
+# -- secrets by their shape ------------------------------------------------------------------
+
+#: (what, the text, the text masked): each masked with nothing registered.
+SHAPED = [
+    ("OpenAI", "use sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z0aB7cD now", f"use sk-proj-{MARKER} now"),
+    ("OpenAI legacy", "sk-" + "a1B2" * 12, f"sk-{MARKER}"),
+    ("Anthropic", "key=" + "x" and "sk-ant-api03-" + "Zx9_" * 20, f"sk-ant-{MARKER}"),
+    ("GitHub", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 and gho_A1b2C3d4E5f6G7h8I9j0K1l2", f"ghp_{MARKER} and gho_{MARKER}"),
+    ("GitHub fine-grained", "github_pat_11ABCDEFG0abcdefghijklmnop_QRSTUVWXYZ0123456789", f"github_pat_{MARKER}"),
+    ("GitLab", "glpat-Ab12Cd34Ef56Gh78Ij90", f"glpat-{MARKER}"),
+    ("Slack", "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp", f"xoxb-{MARKER}"),
+    ("AWS key id", "id AKIAIOSFODNN7EXAMPL3 and ASIAIOSFODNN7EXAMPL3", f"id AKIA{MARKER} and ASIA{MARKER}"),
+    ("AWS secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", f"aws_secret_access_key = {MARKER}"),
+    ("Google", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", f"AIza{MARKER}"),
+    ("Stripe", "sk_live_51Hx0123456789abcdefABCDEF and rk_live_0123456789abcdef", f"sk_live_{MARKER} and rk_live_{MARKER}"),
+    ("Hugging Face", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", f"hf_{MARKER}"),
+    ("npm", "npm_" + "a1B2c3D4e5" * 4, f"npm_{MARKER}"),
+    ("JWT", "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", f"jwt eyJ{MARKER}"),
+    ("Bearer in curl", "curl -H 'Authorization: Bearer tok3n-abcdef123456' https://api", f"curl -H 'Authorization: Bearer {MARKER}' https://api"),
+    ("Basic in --header", 'curl --header "authorization: Basic dXNlcjpodW50ZXIy" x', f'curl --header "authorization: Basic {MARKER}" x'),
+    ("a bare bearer", "sent Bearer abcdef0123456789", f"sent Bearer {MARKER}"),
+    ("a URL's password", "git clone https://deploy:S3cr3t-Pa55@git.example.com/r.git", f"git clone https://deploy:{MARKER}@git.example.com/r.git"),
+    ("a URL's password holding @", "postgres://admin:p@ss:w0rd@db:5432/x", f"postgres://admin:{MARKER}@db:5432/x"),
+    ("a private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY----- rest",
+     f"-----BEGIN RSA PRIVATE KEY-----{MARKER}-----END RSA PRIVATE KEY----- rest"),
+    ("a private key cut short", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt", f"-----BEGIN OPENSSH PRIVATE KEY-----{MARKER}"),
+    ("an env password", "PGPASSWORD=hunter2hunter2 psql -h db", f"PGPASSWORD={MARKER} psql -h db"),
+    ("a quoted passphrase", 'export DB_PASSWORD="correct horse battery"', f'export DB_PASSWORD="{MARKER}"'),
+    ("a query token", "https://x/y?token=abcd1234efgh&page=2", f"https://x/y?token={MARKER}&page=2"),
+    ("JSON keys", '{"password": "p1", "api_key": "k2", "client_secret": "s3"}', f'{{"password": "{MARKER}", "api_key": "{MARKER}", "client_secret": "{MARKER}"}}'),
+    ("escaped JSON", '{\\"passwd\\":\\"p1\\"}', f'{{\\"passwd\\":\\"{MARKER}\\"}}'),
+    ("a flag", "mysql --password hunter2 -u root", f"mysql --password {MARKER} -u root"),
+    ("curl -u", "curl -u bob:hunter2 https://x", f"curl -u bob:{MARKER} https://x"),
+    ("a cookie", "Cookie: session=abc; csrf=def", f"Cookie: {MARKER}"),
+]
+
+
+@pytest.mark.parametrize(("what", "text", "masked"), SHAPED, ids=[what for what, _, _ in SHAPED])
+def test_secrets_of_a_known_shape_are_masked_recognizably(what: str, text: str, masked: str) -> None:
+    assert not has_secrets()
+    assert mask(text) == masked
+    assert mask(masked) == masked  # masking twice changes nothing
+
+
+ORDINARY = [
+    "hook 'guard' denied: rm -rf is not allowed here: rm -rf build",
+    "max_tokens=100 and tokens: 5, token_count=3",
+    "git log --oneline -5 && git push origin main",
+    "https://example.com/path?page=2#top",
+    "Basic usage: run the task-0123456789abcdefghijklmn job",
+    "uuid 123e4567-e89b-12d3-a456-426614174000 sha 3f2a9c1d0b8e7f6a5d4c3b2a1f0e9d8c7b6a5f4e",
+    "if token == expected: pass",
+    '{"secret": false, "auth": null, "password_file": "/etc/pw"}',
+    "naïve café: rien à cacher",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert mask(text) is text
+
+
+def test_a_text_is_masked_by_shape_and_by_registration() -> None:
+    register_secret("my-registered-secret")
+    assert mask("my-registered-secret and ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8") == f"{MARKER} and ghp_{MARKER}"
+
+
+def test_non_ascii_text_around_a_secret_survives() -> None:
+    assert mask("clé naïve password=héllo wörld \ud800") == f"clé naïve password={MARKER} wörld \ud800"
+    assert mask("lone \ud800 surrogate token=x\udfff") == f"lone \ud800 surrogate token={MARKER}"
+
+
+@pytest.mark.parametrize(
+    "key", ["password", "DB_PASSWORD", "passwd", "api_key", "X-Api-Key", "apikey", "client_secret", "SECRET_KEY",
+            "access-key", "token", "refresh_token", "auth", "Authorization", "Proxy-Authorization", "cookie", "credentials"],
+)
+def test_keys_named_like_secrets(key: str) -> None:
+    assert names_a_secret(key)
+
+
+@pytest.mark.parametrize("key", ["tokens", "max_tokens", "token_count", "author", "password_file", "secretary", "keys", "k" * 300 + "token"])
+def test_keys_not_named_like_secrets(key: str) -> None:
+    assert not names_a_secret(key)
+
+
+def test_mask_value_masks_the_values_of_secret_named_keys_whole() -> None:
+    value = {
+        "headers": {"Authorization": "Bearer xyz", "X-Api-Key": "k", "Accept": "text/plain"},
+        "password": 1234, "secret": False, "token": None,
+        "auth": {"user": "bob", "pass": ["x", 2]},
+        "max_tokens": 5, "command": "ls",
+    }
+    assert mask_value(value) == {
+        "headers": {"Authorization": f"Bearer {MARKER}", "X-Api-Key": MARKER, "Accept": "text/plain"},
+        "password": MARKER, "secret": False, "token": None,
+        "auth": {"user": MARKER, "pass": [MARKER, MARKER]},
+        "max_tokens": 5, "command": "ls",
+    }
+    clean = {"a": [1, "b", {"c": None}]}
+    assert mask_value(clean) is clean
+
+
+def test_mask_value_handles_nesting_far_past_the_recursion_limit() -> None:
+    depth = sys.getrecursionlimit() * 20
+    value: Any = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    for n in range(depth):
+        value = [value] if n % 2 else {"k": value}
+    masked = mask_value(value)
+    for n in reversed(range(depth)):
+        masked = masked[0] if n % 2 else masked["k"]
+    assert masked == f"ghp_{MARKER}"
+
+
+def best_of(rounds: int, action: Any) -> float:
+    import time
+
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+HOSTILE = [
+    pytest.param("eyJ" * 20 + "." , id="JWT starts with no end"),
+    pytest.param("password=" * 4, id="assignments of assignments"),
+    pytest.param("https://a" + ":" * 8, id="URL colons with no @"),
+    pytest.param("-----BEGIN PRIVATE KEY-----" + "A" * 8, id="key blocks with no end"),
+    pytest.param("sk-" + "a" * 19 + " ", id="keys one short"),
+    pytest.param("Authorization: " * 3, id="headers of headers"),
+    pytest.param("token=a ", id="a secret every 8 bytes"),
+    pytest.param("x=1 password=abc https://u:p@h/ Bearer abcdefghij AKIAABCDEFGHIJKLMNOP ", id="every shape at once"),
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("unit", HOSTILE)
+def test_masking_a_hostile_text_takes_time_linear_in_it(unit: str) -> None:
+    """Four times the text takes about four times the time (a search quadratic in it would
+    take sixteen times, a backtracking one hours): measured against the same text of a
+    quarter of the size, in the same test."""
+    quarter = unit * ((1 << 18) // len(unit))
+    whole = quarter * 4
+    assert mask(whole[:1000]) is not None  # compiled before anything is timed
+    small = best_of(5, lambda: mask(quarter))
+    large = best_of(5, lambda: mask(whole))
+    assert large < 8 * small, (small, large)
 
 
 # -- logging ---------------------------------------------------------------------------------
@@ -458,3 +652,28 @@ def test_redact_outcome_masks_everything_but_the_verdict() -> None:
     )
     clean = Outcome("deny", reason="no")
     assert redact_outcome(clean) is clean
+
+
+@pytest.mark.timeout(120)
+def test_masking_many_strings_takes_time_linear_in_them() -> None:
+    """A decision of a hundred thousand short strings, one of them a secret: one pass finds
+    which to mask, so four times the strings take about four times the time."""
+    quarter: list[Any] = ["abcdefgh", {"k": "ijklmnop"}] * 12_500
+    whole = quarter * 4
+    quarter_secret, whole_secret = [*quarter, "password=x"], [*whole, "password=x"]
+    assert mask_value(quarter_secret)[-1] == f"password={MARKER}"
+    small = best_of(5, lambda: mask_value(quarter_secret))
+    large = best_of(5, lambda: mask_value(whole_secret))
+    assert large < 8 * small, (small, large)
+    assert mask_value(whole) is whole
+
+
+def test_past_the_bound_of_matches_the_rest_of_a_text_is_masked_whole() -> None:
+    from hookbus.redaction import MAX_MATCHES_PER_SHAPE
+
+    many = " ".join(f"token=t{n}" for n in range(MAX_MATCHES_PER_SHAPE + 50))
+    masked = mask(many)
+    assert "t1 " not in masked and not any(f"t{n}" in masked for n in range(MAX_MATCHES_PER_SHAPE + 50))
+    assert masked.startswith(f"token={MARKER} token={MARKER}")
+    strings = [f"token=t{n}" for n in range(MAX_MATCHES_PER_SHAPE + 50)]
+    assert not any(f"t{n}" in text for n, text in enumerate(mask_value(strings)))

@@ -59,7 +59,7 @@ def test_an_emit_record_holds_the_envelope_redacted_the_decision_and_the_hooks(m
     register_secret("sk-the-secret-0123456789")
     try:
         bus = make_bus()
-        bus.emit("PreToolUse", call("rm -rf / # sk-the-secret-0123456789"))
+        bus.emit("PreToolUse", call("rm -rf build # sk-the-secret-0123456789"))
         bus.emit("Stop", {"thread_id": "t-1"})  # no sync hook ran: no emit record
         bus.close()
     finally:
@@ -67,7 +67,7 @@ def test_an_emit_record_holds_the_envelope_redacted_the_decision_and_the_hooks(m
     [record] = emits(home)
     assert record["event"] == "PreToolUse" and record["hooks"] == ["guard"]
     assert record["decision"] == {"behavior": "deny", "reason": "hook 'guard' denied: no rm"}
-    assert record["envelope"]["tool_input"]["command"] == "rm -rf / # [redacted]"
+    assert record["envelope"]["tool_input"]["command"] == "rm -rf build # [redacted]"
     assert "cut" not in record
 
 
@@ -100,7 +100,7 @@ def test_a_removed_hook_flips_a_deny_back_and_is_named(make_bus: MakeBus, write_
     write_hook("guard", event="PreToolUse", mode="sync", blocking=True, command=RM)
     write_hook("other", event="PreToolUse", mode="sync", command="true")
     bus = make_bus()
-    bus.emit("PreToolUse", call("rm -rf /"))
+    bus.emit("PreToolUse", call("rm -rf build"))
     bus.close()
     shutil.rmtree(home / "hooks" / "guard")
     report = json.loads(hookbus("replay", "--home", str(home), "--json").stdout)
@@ -146,10 +146,90 @@ def test_hookbus_sqlite_keeps_emit_records_too(make_bus: MakeBus, write_hook: Ho
     write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=RM)
     bus = make_bus()
     bus.emit("PreToolUse", call("git push --force"))
-    bus.emit("PreToolUse", call("rm -rf /"))
+    bus.emit("PreToolUse", call("rm -rf build"))
     assert [record.decision.get("behavior") for record in bus.read_emits()] == ["allow", "deny"]
     bus.close()
     assert not (home / "logs" / "emits").exists()  # only the recorder in use keeps them
     write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=RM_OR_FORCE)
     report = json.loads(hookbus("replay", "--home", str(home), "--json").stdout)
     assert (report["replayed"], len(report["flipped"])) == (2, 1)
+
+
+# -- what another user could have written is never replayed ---------------------------------------
+
+
+def planted(command: str, at: str = "2026-01-02T03:04:05.000Z") -> str:
+    return json.dumps({
+        "at": at, "event": "PreToolUse", "hooks": ["guard"], "decision": {"behavior": "allow"},
+        "envelope": {"tool_name": "bash", "thread_id": "t-9", "tool_input": {"command": command}},
+    }) + "\n"
+
+
+def test_a_day_others_may_write_is_refused_named_and_the_rest_replayed(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    settings(home, record_envelopes=True)
+    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=RM)
+    bus = make_bus()
+    bus.emit("PreToolUse", call("ls"))
+    bus.close()
+    day = home / "logs" / "emits" / "2026-01-02.jsonl"
+    day.write_text(planted("rm -rf build"))  # it would flip: allow recorded, deny now
+    day.chmod(0o646)
+
+    text = hookbus("replay", "--home", str(home))
+    report = hookbus("replay", "--home", str(home), "--json")
+
+    assert text.returncode == 1 and report.returncode == 1
+    assert text.stderr.splitlines() == [
+        f"hookbus replay: {day} is writable by others (mode 0646), who could then choose the envelopes hookbus replay "
+        f"runs your hooks on: run chmod go-w {day}; its emits were not replayed"
+    ]
+    assert text.stdout.splitlines()[-1] == "1 emit replayed: 1 unchanged, 0 flipped; 0 skipped; 1 refused (above)"
+    document = json.loads(report.stdout)
+    assert (document["replayed"], document["flipped"]) == (1, [])
+    assert document["refused"] == [text.stderr.splitlines()[0].removeprefix("hookbus replay: ").removesuffix("; its emits were not replayed")]
+
+
+def test_read_emits_says_what_it_refused_and_hands_back_the_rest(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    from hookbus.records import RefusedRecords
+
+    settings(home, record_envelopes=True)
+    write_hook("guard", event="PreToolUse", mode="sync", command="true")
+    bus = make_bus()
+    bus.emit("PreToolUse", call("ls"))
+    link = home / "logs" / "emits" / "2026-01-02.jsonl"
+    (home / "elsewhere.jsonl").write_text(planted("planted"))
+    link.symlink_to(home / "elsewhere.jsonl")
+    with pytest.raises(RefusedRecords) as refused:
+        bus.read_emits()
+    assert [record.tool_name for record in refused.value.records] == ["bash"]
+    assert "planted" not in json.dumps([record.envelope for record in refused.value.records])
+    [said] = refused.value.refusals
+    assert said.startswith(f"{link} is a symbolic link") and f"rm {link}" in said
+
+
+def test_only_refusals_exit_1_and_say_nothing_was_replayed(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    settings(home, record_envelopes=True)
+    write_hook("guard", event="PreToolUse", mode="sync", command="true")
+    bus = make_bus()
+    bus.emit("PreToolUse", call("ls"))
+    bus.close()
+    (home / "logs" / "emits").chmod(0o777)
+    result = hookbus("replay", "--home", str(home))
+    assert result.returncode == 1
+    assert result.stdout.strip() == "no emit was replayed: 1 emit log was refused (above)"
+    assert f"{home / 'logs' / 'emits'} is writable by group and others (mode 0777)" in result.stderr
+
+
+def test_hookbus_sqlite_refuses_a_database_others_may_write(make_bus: MakeBus, write_hook: HookWriter, home: Path) -> None:
+    pytest.importorskip("hookbus_sqlite")
+    settings(home, record_envelopes=True, recorder="sqlite")
+    write_hook("guard", event="PreToolUse", matcher="bash", mode="sync", blocking=True, command=RM)
+    bus = make_bus()
+    bus.emit("PreToolUse", call("rm -rf build"))
+    bus.close()
+    database = home / "logs" / "hooks.sqlite3"
+    assert os.stat(database).st_mode & 0o777 == 0o600
+    database.chmod(0o664)
+    result = hookbus("replay", "--home", str(home))
+    assert result.returncode == 1, result.stdout
+    assert f"hookbus replay: {database} is writable by group (mode 0664)" in result.stderr and f"chmod go-w {database}" in result.stderr

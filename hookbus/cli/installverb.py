@@ -10,11 +10,20 @@ directory of its own (``hookbus new ID --dir DIR``), the user reads it, and this
    become part of a hook (``staged.survey``: no link, FIFO or device, nothing another user
    owns or may write, at most 1,000 entries and 16 MiB); ``hooks/ID`` is free, or --force.
 2. The hook is copied into a scratch home inside ``HOME/hooks/`` under a name the loader
-   passes over (``.hookbus-install-*.tmp``), loaded there as the home would load it, and its
-   fixtures run (unless --skip-tests). A refusal removes the scratch home, and the hook in
+   passes over (``.hookbus-install-*.tmp``), what the copy holds is taken down
+   (``staged.manifest_of``: every path, kind, mode and digest), and it is loaded there as
+   the home would load it, which runs none of its code.
+3. Its fixtures (unless --skip-tests) run the hook's code, which can write wherever you
+   can: they run from a second copy, in a scratch home of the system's temporary
+   directory, which is compared with what was taken down after each fixture. A fixture
+   that changed the hook's own files checked something else than what would be installed:
+   refused.
+4. The checked copy is compared with what was taken down, renamed into place (so a
+   watching bus sees the whole hook at once or none of it; with --force the old one is
+   renamed aside first), and compared again where it now is: a process the fixtures left
+   running may have found it. A difference at either point puts back what was there and
+   refuses, naming what changed. A refusal removes the scratch homes, and the hook in
    place is untouched.
-3. The copy that was checked is renamed into place, so a watching bus sees the whole hook at
-   once or none of it; with --force the old one is renamed aside first, then removed.
 
 Exit 0 when the hook is in place; 1 when it was refused, saying why on stderr.
 """
@@ -34,7 +43,7 @@ from hookbus.cli.staged import Refusal, copy_hook, review, scratch_home, shown_a
 if TYPE_CHECKING:
     import argparse
 
-    from hookbus.cli.staged import Copied, Review
+    from hookbus.cli.staged import Copied, Manifest, Review
     from hookbus.home import Home
 
 #: The scratch home's name in ``HOME/hooks/``: hidden and ``.tmp``, so the loader, the
@@ -43,6 +52,8 @@ SCRATCH_PREFIX = ".hookbus-install-"
 #: Added to the scratch home's name, the name the hook replaced by --force is renamed to
 #: until it is removed: hidden, so passed over too.
 PREVIOUS_SUFFIX = ".previous"
+#: The scratch home the fixtures run in, in the system's temporary directory.
+TESTED_PREFIX = "hookbus-install-tests-"
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -196,29 +207,84 @@ def _remove_empty(directories: list[Path]) -> None:
 
 
 def _install(request: Request, *, run_tests: bool, replacing: bool) -> Copied:
+    from hookbus.cli.staged import manifest_of
+
     home, hook_id, source = request.home, request.hook_id, request.source
     with scratch_home(home, home.hooks_dir, SCRATCH_PREFIX) as root:
         copy = root / "hooks" / hook_id
-        try:
-            copied = copy_hook(source, copy)
-        except Refusal as exc:
-            raise UsageError(f"{exc}; nothing was installed") from None
-        except OSError as exc:
-            raise UsageError(
-                f"cannot copy {source} into {home.hooks_dir}: {exc.strerror or exc}; nothing was installed"
-                + (f", and hooks/{hook_id} is as it was" if replacing else "")
-            ) from None
-        verdict = review(root, hook_id, run_tests=run_tests)
-        _judge(verdict, request, root)
-        _move_into_place(copy, request.target, home.hooks_dir / f"{root.name}{PREVIOUS_SUFFIX}", replacing)
+        copied = _copy(request, copy, replacing)
+        manifest = manifest_of(copy)
+        verdict = review(root, hook_id, run_tests=False)
+        roots = [root]
+        if run_tests and verdict.valid:
+            verdict, tested_in = _tested(request, copy, manifest, verdict)
+            roots.append(tested_in)
+        _judge(verdict, request, roots)
+        _unchanged(request, copy, manifest, "before it was moved into place")
+        _move_into_place(request, copy, home.hooks_dir / f"{root.name}{PREVIOUS_SUFFIX}", replacing, manifest)
     return copied
 
 
-def _judge(verdict: Review, request: Request, root: Path) -> None:
-    """Print what the load and the fixtures said; UsageError when the hook must not go in."""
+def _copy(request: Request, copy: Path, replacing: bool) -> Copied:
+    try:
+        return copy_hook(request.source, copy)
+    except Refusal as exc:
+        raise UsageError(f"{exc}; nothing was installed") from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot copy {request.source} into {request.home.hooks_dir}: {exc.strerror or exc}; nothing was installed"
+            + (f", and hooks/{request.hook_id} is as it was" if replacing else "")
+        ) from None
+
+
+def _tested(request: Request, copy: Path, manifest: Manifest, verdict: Review) -> tuple[Review, Path]:
+    """``verdict`` with the results of the hook's fixtures, run from a copy of ``copy`` in a
+    scratch home of the system's temporary directory (and that scratch home, gone, which
+    what they said may name): their code never learns where the copy to be installed is,
+    and what they change of the hook's own files is seen."""
+    from hookbus.cli.staged import differences, manifest_of
+
+    with scratch_home(request.home, None, TESTED_PREFIX) as root:
+        runs_from = root / "hooks" / request.hook_id
+        try:
+            copy_hook(copy, runs_from)
+        except (Refusal, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise UsageError(f"cannot copy {request.source} to run its fixtures in {root}: {why}; nothing was installed") from None
+        changes = differences(manifest, manifest_of(runs_from))
+        if changes:  # a process writing into the scratch home as it was made
+            raise UsageError(_changed(request, "as it was copied to run its fixtures", changes))
+        tried = review(root, request.hook_id, run_tests=True, manifest=manifest)
+    return attrs.evolve(verdict, results=tried.results, merged=tried.merged, changed_by=tried.changed_by, changes=tried.changes), root
+
+
+def _unchanged(request: Request, copy: Path, manifest: Manifest, when: str) -> None:
+    """UsageError naming what changed when ``copy`` no longer holds what ``manifest`` says."""
+    from hookbus.cli.staged import differences, manifest_of
+
+    changes = differences(manifest, manifest_of(copy, in_place=copy == request.target))
+    if changes:
+        raise UsageError(_changed(request, when, changes))
+
+
+def _changed(request: Request, when: str, changes: list[str]) -> str:
+    from hookbus.cli.staged import said_briefly
+
+    return (
+        f"the checked copy of {request.source} changed {when} ({said_briefly(changes)}): another process is writing "
+        "into it (one its fixtures left running?), so what was checked is not what would be installed, and nothing "
+        "was installed"
+    )
+
+
+def _judge(verdict: Review, request: Request, roots: list[Path]) -> None:
+    """Print what the load and the fixtures said (of the copies in the scratch homes
+    ``roots``); UsageError when the hook must not go in."""
 
     def shown(line: str) -> str:
-        return shown_as(line, root, request.hook_id, request.source, request.home)
+        for root in roots:
+            line = shown_as(line, root, request.hook_id, request.source, request.home)
+        return line
 
     for warning in verdict.warnings:
         say(f"warning: {shown(warning)}")
@@ -237,6 +303,14 @@ def _judge(verdict: Review, request: Request, root: Path) -> None:
             (say if result.ok else warn)(line)
     for path in verdict.merged:
         say(f'SKIP  {shown(path)}: "merged": true tests it with the whole home; run `hookbus test {request.hook_id}` once it is in')
+    if verdict.changed_by is not None:
+        from hookbus.cli.staged import said_briefly
+
+        raise UsageError(
+            f"running {shown(verdict.changed_by)} changed the hook's own files ({said_briefly(verdict.changes)}), so what "
+            "its fixtures checked is not what would be installed, and nothing was installed: a hook keeps what it writes "
+            "outside its directory (or writes nothing when HOOKBUS_TEST=1, as its fixtures run)"
+        )
     if failed:
         raise UsageError(
             f"{len(failed)} of {len(verdict.results)} fixtures of {request.source} failed, so nothing was installed: "
@@ -244,12 +318,14 @@ def _judge(verdict: Review, request: Request, root: Path) -> None:
         )
 
 
-def _move_into_place(copy: Path, target: Path, aside: Path, replacing: bool) -> None:
-    """Rename the checked copy to ``target``. The hook there (with --force) is renamed aside
-    first, to a name the loader passes over, and removed once the new one is in; if the new
-    one cannot go in, the old one goes back."""
+def _move_into_place(request: Request, copy: Path, aside: Path, replacing: bool, manifest: Manifest) -> None:
+    """Rename the checked copy to ``hooks/ID``. The hook there (with --force) is renamed
+    aside first, to a name the loader passes over, and removed once the new one is in and
+    found to hold still what was checked; if the new one cannot go in, or changed on its
+    way, it is taken out again and the old one goes back."""
     from hookbus.cli.staged import remove_tree
 
+    target = request.target
     try:
         if replacing:
             os.rename(target, aside)
@@ -263,8 +339,24 @@ def _move_into_place(copy: Path, target: Path, aside: Path, replacing: bool) -> 
         kept = f"; the hook that was there is in {aside}" if replacing and os.path.lexists(aside) else ""
         raise UsageError(f"cannot move the hook into {target}: {exc.strerror or exc}; nothing was installed{kept}") from None
     try:
+        _unchanged(request, target, manifest, "as it was moved into place")
+    except UsageError:
+        _take_out(target, copy, aside, replacing)
+        raise
+    try:
         sync_directory(target.parent)
     except OSError:
         pass  # it is in place; only whether the rename outlives a crash is at stake
     if replacing and not remove_tree(aside):
         warn(f"hookbus install: could not remove the hook replaced, renamed aside to {aside}: remove it by hand")
+
+
+def _take_out(target: Path, copy: Path, aside: Path, replacing: bool) -> None:
+    """Undo the rename of a copy that changed on its way in: back to where it was checked
+    (inside the scratch home, removed with it), and the old hook back in place."""
+    try:
+        os.rename(target, copy)
+        if replacing:
+            os.rename(aside, target)
+    except OSError as exc:
+        warn(f"hookbus install: could not take the changed copy out of {target} ({exc.strerror or exc}): remove it by hand")

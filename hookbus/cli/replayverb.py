@@ -2,13 +2,18 @@
 recorded emits (settings.json ``"record_envelopes": true``) through the hooks as they are
 now, and say which decisions would flip. The hooks run for real, with ``HOOKBUS_REPLAY=1``;
 only sync hooks run, and nothing is recorded. Exit 0 when nothing flipped, 3 when
-something did (so CI can gate a policy change), 1 on error."""
+something did (so CI can gate a policy change), 1 on error.
+
+The hooks run on what the emit records say, so a record another user could have written is
+never replayed: the recorder refuses the files (an emit log another user owns or may write,
+a link, a FIFO, such a directory on the way), each refusal is said on stderr with its fix,
+the rest is replayed, and replay exits 1."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hookbus.cli.core import UsageError, json_line, open_bus, say
+from hookbus.cli.core import UsageError, json_line, open_bus, say, warn
 
 if TYPE_CHECKING:
     import argparse
@@ -39,32 +44,55 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--until {args.until} is not after --since {args.since}: no emit can be in between")
     bus = open_bus(args, read_only=True)
     try:
+        recorded, refused = _read_trusted(bus, wanted.since, until)
         emits = [
-            record for record in bus.read_emits(wanted.since, until)
+            record for record in recorded
             if (wanted.event is None or record.event == wanted.event) and (args.hook is None or args.hook in record.hooks)
         ]
+        for refusal in refused:
+            warn(f"hookbus replay: {refusal}; its emits were not replayed")
         if not emits:
-            _nothing(args, bus)
-            return 0
+            _nothing(args, bus, refused)
+            return 1 if refused else 0
         report = _replay(bus, emits)
     finally:
         bus.close()
+    if refused:
+        report["refused"] = list(refused)
     if args.json:
         print(json_line(report))
     else:
         _print(report)
+    if refused:
+        return 1
     return FLIPPED if report["flipped"] else 0
 
 
-def _nothing(args: argparse.Namespace, bus: HookBus) -> None:
-    if not bus.snapshot.settings.record_envelopes:
+def _read_trusted(bus: HookBus, since: str | None, until: str | None) -> tuple[list[EmitRecord], tuple[str, ...]]:
+    """The emit records a recorder read, and what it refused to read (files another user
+    could have written), one message each."""
+    from hookbus.records import RefusedRecords
+
+    try:
+        return bus.read_emits(since, until), ()
+    except RefusedRecords as refused:
+        return refused.records, refused.refusals
+
+
+def _nothing(args: argparse.Namespace, bus: HookBus, refused: tuple[str, ...]) -> None:
+    if refused:
+        why = f"no emit was replayed: {len(refused)} emit {'log was' if len(refused) == 1 else 'logs were'} refused (above)"
+    elif not bus.snapshot.settings.record_envelopes:
         why = 'no emit is recorded: set "record_envelopes": true in settings.json, and emits from then on are'
     elif not bus.keeps_emits:
         why = f"no emit is recorded: the recorder in use ({', '.join(bus.active_recorders) or 'none'}) keeps no emit records"
     else:
         why = "no recorded emit matches" if any((args.since, args.until, args.hook, args.event)) else "no emit is recorded yet"
     if args.json:
-        print(json_line({"replayed": 0, "unchanged": 0, "flipped": [], "skipped": [], "note": why}))
+        report: dict[str, Any] = {"replayed": 0, "unchanged": 0, "flipped": [], "skipped": [], "note": why}
+        if refused:
+            report["refused"] = list(refused)
+        print(json_line(report))
     else:
         say(why)
 
@@ -123,4 +151,5 @@ def _print(report: dict[str, Any]) -> None:
     for skip in report["skipped"]:
         say(f"SKIP  {skip['at']}  {skip['event']}: {skip['why']}")
     flipped, skipped = len(report["flipped"]), len(report["skipped"])
-    say(f"{report['replayed']} emit{'s' if report['replayed'] != 1 else ''} replayed: {report['unchanged']} unchanged, {flipped} flipped; {skipped} skipped")
+    refused = f"; {len(report['refused'])} refused (above)" if report.get("refused") else ""
+    say(f"{report['replayed']} emit{'s' if report['replayed'] != 1 else ''} replayed: {report['unchanged']} unchanged, {flipped} flipped; {skipped} skipped{refused}")

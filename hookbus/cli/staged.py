@@ -11,22 +11,31 @@ opened, since whoever drafted it may still be changing it.
 
 The copy is then loaded in a scratch home: ``ROOT/hooks/ID`` beside copies of the home's
 settings.json and config/, so that the hook is read by the loader, with the home's settings,
-exactly as it will be once in place, and its fixtures can run. ``hookbus install`` makes
-that scratch home inside ``HOME/hooks/`` under a name the loader passes over, so that the
-validated copy is the one renamed into place: nothing the drafter changes after the check
-is installed.
+exactly as it will be once in place. ``hookbus install`` makes that scratch home inside
+``HOME/hooks/`` under a name the loader passes over, so that the validated copy is the one
+renamed into place: nothing the drafter changes after the check is installed.
+
+Its fixtures run the hook's own code, which can write wherever you can: into the copy it
+runs from, into the draft, into a process that goes on after it. So they run from another
+copy, in a scratch home of the system's temporary directory; ``manifest_of`` takes what a
+copy holds (every path, its kind, mode and content's digest), taken as it is made and
+compared after each fixture (a fixture that changed the hook's own files checked something
+else than what would be installed) and again before and after the checked copy is moved
+into place (``differences`` says what changed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 import attrs
 
@@ -355,6 +364,10 @@ class Review:
     #: The fixtures run (when asked), and those left for after the install.
     results: tuple[FixtureResult, ...] = ()
     merged: tuple[str, ...] = ()
+    #: The fixture whose run changed the hook's own files, and what it changed
+    #: (``differences``); the fixtures after it were not run.
+    changed_by: str | None = None
+    changes: tuple[str, ...] = ()
 
 
 def hook_problems(bus: HookBus, hook_id: str) -> tuple[bool, list[str], list[str]]:
@@ -377,21 +390,27 @@ def hook_problems(bus: HookBus, hook_id: str) -> tuple[bool, list[str], list[str
     return hook is not None and not problems, problems, warnings
 
 
-def review(root: Path, hook_id: str, *, run_tests: bool) -> Review:
+def review(root: Path, hook_id: str, *, run_tests: bool, manifest: Manifest | None = None) -> Review:
     """Load the home ``root`` as ``hookbus validate`` does and say what it makes of hook
     ``hook_id``; with ``run_tests``, and when it is valid, run its fixtures as ``hookbus
     test`` does (nothing recorded). A ``"merged": true`` fixture is not run: it checks the
-    hook with the rest of the home, which is not here."""
+    hook with the rest of the home, which is not here. With ``manifest`` (what the hook's
+    directory held before), the directory is compared with it after each fixture, and the
+    first that changed it stops the run (``changed_by``, ``changes``)."""
     import argparse
 
     with open_bus(argparse.Namespace(home=str(root), verb="install"), quiet=True, read_only=True) as bus:
         valid, problems, warnings = hook_problems(bus, hook_id)
         has_provider = bool(bus.snapshot.settings.raw.get("prompt_provider"))
-        results, merged = _run_fixtures(bus, hook_id) if run_tests and valid else ((), ())
-    return Review(valid, tuple(problems), tuple(warnings), has_provider, results, merged)
+        if not (run_tests and valid):
+            return Review(valid, tuple(problems), tuple(warnings), has_provider)
+        run = _run_fixtures(bus, hook_id, manifest)
+    return Review(valid, tuple(problems), tuple(warnings), has_provider, *run)
 
 
-def _run_fixtures(bus: HookBus, hook_id: str) -> tuple[tuple[FixtureResult, ...], tuple[str, ...]]:
+def _run_fixtures(
+    bus: HookBus, hook_id: str, manifest: Manifest | None
+) -> tuple[tuple[FixtureResult, ...], tuple[str, ...], str | None, tuple[str, ...]]:
     from hookbus.policy.fixtures import fixture_files, load_fixture, run_fixture
 
     root = Path(bus.home.root)
@@ -401,9 +420,158 @@ def _run_fixtures(bus: HookBus, hook_id: str) -> tuple[tuple[FixtureResult, ...]
         fixture = load_fixture(root, hook_id, path)  # each was read once already: valid
         if fixture.merged:
             merged.append(fixture.path)
+            continue
+        results.append(run_fixture(bus, fixture))
+        if manifest is not None:
+            changes = differences(manifest, _without_bytecode_added(manifest, manifest_of(root / "hooks" / hook_id)))
+            if changes:
+                return tuple(results), tuple(merged), fixture.path, tuple(changes)
+    return tuple(results), tuple(merged), None, ()
+
+
+def _without_bytecode_added(before: Manifest, after: dict[str, Entry]) -> dict[str, Entry]:
+    """``after`` less the ``__pycache__`` entries Python added as a hook imported a module
+    beside it: Python's doing, not the hook's, and never part of what is installed (the
+    copy the fixtures ran from is thrown away)."""
+    return {path: entry for path, entry in after.items() if path in before or "__pycache__" not in PurePath(path).parts}
+
+
+# -- what a copy holds ---------------------------------------------------------------------------
+
+#: One entry of a hook's directory: its kind ("file", "directory", or what else it is), its
+#: mode, its content's SHA-256 (files), and how many names it has (files: a hard link made
+#: to it elsewhere is a way to change it later).
+Entry = tuple[str, int, str, int]
+#: A hook's directory, by path relative to it ("." for itself).
+Manifest = Mapping[str, Entry]
+#: What hookbus itself writes in a hook's directory once it is in place: state.json, and its
+#: temporary (``.state.json.<pid>.<n>.tmp``).
+_RECORDER_FILES = re.compile(r"state\.json|\.state\.json\.[0-9]+\.[0-9]+\.tmp")
+
+
+def manifest_of(directory: Path, *, in_place: bool = False) -> dict[str, Entry]:
+    """What ``directory`` holds, read without following a link or opening a FIFO:
+    every entry's kind, mode and, for a file, its content's digest and how many names it
+    has. ``in_place``: the directory is a hook of the home, whose top-level state.json the
+    recorder may write at any time; it is left out. Past MAX_FILES entries, MAX_BYTES of
+    content or MAX_CHECKED_DEPTH levels, a ``...`` entry says there is more."""
+    found: dict[str, Entry] = {}
+    try:
+        fd = os.open(directory, _DIRECTORY_FLAGS)
+    except OSError as exc:
+        return {".": (_missing(exc), 0, "", 0)}
+    try:
+        found["."] = ("directory", stat.S_IMODE(os.fstat(fd).st_mode), "", 0)
+        _ManifestWalk(found, in_place).directory(fd, PurePath(), 0)
+    finally:
+        os.close(fd)
+    return found
+
+
+def _missing(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "nothing"
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "symbolic link or a file"
+    return f"unreadable ({exc.strerror or exc})"
+
+
+class _ManifestWalk:
+    def __init__(self, found: dict[str, Entry], in_place: bool) -> None:
+        self.found = found
+        self.in_place = in_place
+        self.read = 0
+
+    def directory(self, fd: int, relative: PurePath, depth: int) -> None:
+        for name in sorted(os.listdir(fd)):
+            if depth == 0 and self.in_place and _RECORDER_FILES.fullmatch(name):
+                continue
+            if len(self.found) > MAX_FILES + 1 or self.read > MAX_BYTES:  # + 1: the directory itself
+                self.found["..."] = ("more than a hook holds", 0, "", 0)
+                return
+            self.entry(fd, name, str(relative / name), depth)
+
+    def entry(self, fd: int, name: str, shown: str, depth: int) -> None:
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        mode = stat.S_IMODE(info.st_mode)
+        if stat.S_ISDIR(info.st_mode):
+            self.found[shown] = ("directory", mode, "", 0)
+            if depth + 1 >= MAX_CHECKED_DEPTH:
+                self.found[f"{shown}/..."] = ("deeper than hookbus checks", 0, "", 0)
+                return
+            try:
+                child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                self.found[shown] = (_missing(exc), mode, "", 0)
+                return
+            try:
+                self.directory(child, PurePath(shown), depth + 1)
+            finally:
+                os.close(child)
+        elif stat.S_ISREG(info.st_mode):
+            self.found[shown] = self.file(fd, name, info)
         else:
-            results.append(run_fixture(bus, fixture))
-    return tuple(results), tuple(merged)
+            self.found[shown] = (kind_of(info.st_mode), mode, "", 0)
+
+    def file(self, fd: int, name: str, info: os.stat_result) -> Entry:
+        try:
+            handle = os.open(name, _FILE_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            return (_missing(exc), stat.S_IMODE(info.st_mode), "", 0)
+        try:
+            opened = os.fstat(handle)
+            if not stat.S_ISREG(opened.st_mode):
+                return (kind_of(opened.st_mode), stat.S_IMODE(opened.st_mode), "", 0)
+            if opened.st_size > MAX_BYTES - self.read:
+                self.read += opened.st_size
+                return ("file", stat.S_IMODE(opened.st_mode), f"{opened.st_size} bytes, too many to read", opened.st_nlink)
+            digest = hashlib.sha256()
+            while True:
+                chunk = os.read(handle, CHUNK)
+                if not chunk:
+                    break
+                self.read += len(chunk)
+                digest.update(chunk)
+            return ("file", stat.S_IMODE(opened.st_mode), digest.hexdigest(), opened.st_nlink)
+        finally:
+            os.close(handle)
+
+
+#: How many differences a message names before it says how many more there are.
+SHOWN_DIFFERENCES = 5
+
+
+def differences(expected: Manifest, found: Manifest) -> list[str]:
+    """What changed from ``expected`` to ``found``, one phrase per path: ``hook.json: its
+    content changed``, ``evil.sh: added``, ``check.sh: its mode changed from 0700 to 0755``."""
+    said = []
+    for path in sorted({*expected, *found}):
+        shown = "the hook's directory" if path == "." else path
+        before, after = expected.get(path), found.get(path)
+        if before is None:
+            assert after is not None
+            said.append(f"{shown}: added" + ("" if after[0] == "file" else f" (a {after[0]})"))
+        elif after is None:
+            said.append(f"{shown}: removed")
+        elif before[0] != after[0]:
+            said.append(f"{shown}: now a {after[0]}")
+        elif before[1] != after[1]:
+            said.append(f"{shown}: its mode changed from {before[1]:04o} to {after[1]:04o}")
+        elif before[2] != after[2]:
+            said.append(f"{shown}: its content changed")
+        elif before[3] != after[3]:
+            said.append(f"{shown}: it has {after[3]} names now (a hard link to it was made)")
+    return said
+
+
+def said_briefly(changes: list[str] | tuple[str, ...]) -> str:
+    """``changes`` as one clause: the first SHOWN_DIFFERENCES, and how many more."""
+    shown = "; ".join(changes[:SHOWN_DIFFERENCES])
+    more = len(changes) - SHOWN_DIFFERENCES
+    return shown + (f"; and {more} more" if more > 0 else "")
 
 
 def shown_as(line: str, root: Path, hook_id: str, source: Path, home: Home) -> str:

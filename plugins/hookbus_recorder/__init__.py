@@ -4,6 +4,8 @@ with ``record_envelopes``, ``logs/emits/<date>.jsonl``).
 Each fire's log line is written before emit returns; state.json by a background thread
 (``hookbus.recording.BackgroundWriter``, see ``writer``), which ``hookbus_shutdown`` drains.
 ``lost_records()`` says how many records the log could not take (each is also reported).
+What it is handed is masked already (``hookbus.recorders``); what it writes is its owner's
+alone to read (directories 0700, files 0600).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def hookbus_record_emit(bus: HookBus, record: EmitRecord) -> None:
 
 @hookimpl
 def hookbus_read_emits(bus: HookBus, since: str | None, until: str | None) -> list[EmitRecord]:
+    """``RefusedRecords`` when an emit log another user could have written was refused
+    (``hookbus replay`` would run your hooks on its envelopes)."""
     from hookbus_recorder.emits import read_emits
 
     return read_emits(bus.home.logs_dir, since, until)

@@ -9,6 +9,10 @@ so a FIFO or a device in its place is refused instead of blocking or feeding the
 That walk happens once per day per home; every record after it is one ``write`` on the
 cached descriptor.
 
+The log is its owner's to read alone (a record may hold what a tool was given): ``logs``
+and the directory below it are mode 0700 and the day's file 0600, whatever the umask, and
+one left looser (by an older hookbus, or a umask of 0) is tightened when it is next opened.
+
 Reading never follows a link either, never blocks on a FIFO, and caps each line.
 """
 
@@ -44,6 +48,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # is a no-op on the regular file this must be, and keeps anything else from blocking open.
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: The modes of the log's directories and files: their owner's alone.
+DIRECTORY_MODE = 0o700
+FILE_MODE = 0o600
 
 
 class LogRefused(Exception):
@@ -191,7 +198,9 @@ def _open_logs_dir_for_writing(logs_dir: Path) -> int:
             child = _open_directory_at(fd, name, path)
             os.close(fd)
             fd = child
-            _check_ours(os.fstat(fd), path, "the hook log")
+            info = os.fstat(fd)
+            _check_ours(info, path, "the hook log")
+            tighten(fd, info, DIRECTORY_MODE)
     except BaseException:
         os.close(fd)
         raise
@@ -210,7 +219,7 @@ def _open_directory_at(parent_fd: int, name: str, path: Path) -> int:
             return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
         except FileNotFoundError:
             try:
-                os.mkdir(name, 0o755, dir_fd=parent_fd)
+                os.mkdir(name, DIRECTORY_MODE, dir_fd=parent_fd)
             except FileExistsError:
                 pass  # made meanwhile by another process: open what is there, checked as ever
             return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
@@ -254,7 +263,7 @@ def _open_day_file(dir_fd: int, name: str, path: Path) -> int:
     if not stat.S_ISREG(mode):
         raise LogRefused(_not_a_regular_file(path, mode))
     try:
-        fd = os.open(name, _APPEND_FLAGS, 0o644, dir_fd=dir_fd)
+        fd = os.open(name, _APPEND_FLAGS, FILE_MODE, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # swapped for a link since the look
             raise LogRefused(_not_a_regular_file(path, stat.S_IFLNK)) from None
@@ -264,6 +273,7 @@ def _open_day_file(dir_fd: int, name: str, path: Path) -> int:
         if not stat.S_ISREG(info.st_mode):
             raise LogRefused(_not_a_regular_file(path, info.st_mode))
         _check_ours(info, path, "the hook log")
+        tighten(fd, info, FILE_MODE)
         _end_torn_line(fd)
     except OSError as exc:
         os.close(fd)
@@ -284,15 +294,37 @@ def _not_a_regular_file(path: Path, mode: int) -> str:
     return f"{path} is a {kind_of(mode)}, not a regular file: remove it (rm {path}); hookbus creates the file"
 
 
+def tighten(fd: int, info: os.stat_result, mode: int) -> None:
+    """Give what ``fd`` opened exactly ``mode`` (its owner's alone), whatever the umask made
+    it or an older hookbus left it. One that is not ours to change (root's, seen by
+    another user) is left as it is: its owner decides who reads it."""
+    if stat.S_IMODE(info.st_mode) == mode:
+        return
+    try:
+        os.fchmod(fd, mode)
+    except PermissionError:
+        pass
+
+
 def _check_ours(info: os.stat_result, path: Path, what: str) -> None:
     """Refuse what another user could change: owned by someone but us or root, or
     writable by group or others."""
+    refusal = trust_refusal(info, path, f"redirect or rewrite {what}")
+    if refusal is not None:
+        raise LogRefused(refusal)
+
+
+def trust_refusal(info: os.stat_result, path: Path, could: str) -> str | None:
+    """Why ``path`` (whose ``fstat`` or ``lstat`` is ``info``) may have been changed by
+    another user, who could then ``could``, and the fix; None when only we or root could:
+    owned by someone but us or root, or writable by group or others."""
     foreign = owner_refusal(info)
     if foreign is not None:
-        raise LogRefused(f"{path} {foreign}, who could then redirect or rewrite {what}: run chown {os.geteuid()} {path}")
+        return f"{path} {foreign}, who could then {could}: run chown {os.geteuid()} {path}"
     loose = loose_refusal(info)
     if loose is not None:
-        raise LogRefused(f"{path} {loose}, who could then redirect or rewrite {what}: run chmod go-w {path}")
+        return f"{path} {loose}, who could then {could}: run chmod go-w {path}"
+    return None
 
 
 # -- reading: no link followed, no FIFO opened, lines capped ------------------------------

@@ -1,4 +1,5 @@
-"""``hooks/<id>/state.json``: read-modify-write under a lock, replaced atomically."""
+"""``hooks/<id>/state.json``: read-modify-write under a lock, replaced atomically, readable by
+its owner alone (mode 0600, whatever the umask: it keeps the hook's last errors)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from hookbus.home import Home
 
 STATE_NAME = "state.json"
+#: state.json's mode: its owner's alone.
+STATE_MODE = 0o600
 RECENT_RUNS = 10
 _temp_counter = itertools.count()
 
@@ -139,15 +142,18 @@ def write_atomically(
     The temp name starts with a dot so the hooks-directory watcher ignores it. With
     ``dir_fd`` every step is relative to that open directory, so a directory renamed
     meanwhile still gets its own file, and the rename never looks for the temp file elsewhere.
+    The file is its owner's alone (0600), whatever the umask; so is the one it replaces,
+    once replaced.
     """
     temp = f".{name}.{os.getpid()}.{next(_temp_counter)}.tmp"
     data = strict_json(document, indent=2) + b"\n"
     at = str(directory) + os.sep if dir_fd is None else ""
     # O_EXCL: a name planted in the way (a link, a FIFO) fails the write, never redirects it.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(at + temp, flags, 0o644, dir_fd=dir_fd)
+    fd = os.open(at + temp, flags, STATE_MODE, dir_fd=dir_fd)
     try:
         try:
+            os.fchmod(fd, STATE_MODE)  # the umask may have taken the owner's bits too
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]

@@ -741,3 +741,19 @@ def test_a_managed_hooks_fire_is_a_managed_span(
     spans = spans_by_hook(exporter)
     assert {h: (s.attributes or {})["hookbus.hook.tier"] for h, s in spans.items()} == {"org-guard": "managed", "mine": "user"}
     assert {h: r.tier for h, r in records.items()} == {"org-guard": "managed", "mine": "user"}
+
+
+@pytest.mark.timeout(60)
+def test_a_span_holds_no_secret_with_nothing_registered(
+    exporter: InMemorySpanExporter, hookbus_home: TestHome, hookbus_bus: HookBus, hookbus_fire: Any
+) -> None:
+    """The record a span is made of comes masked: a bearer token and a GitHub token in the
+    error the span's status describes are masked by their shape."""
+    token = "ghp_Fg7Hj2Kl5Mn8Pq1Rs4Tu7Vw0Xy3Za6Bc9De2"
+    hookbus_home.write_settings(BOTH)
+    hookbus_home.write_hook("leaky", mode="sync", command=f"echo 'Authorization: Bearer Be4rerT0ken99 {token}' >&2; exit 1")
+    hookbus_fire("PreToolUse", ENVELOPE)
+    [span] = exporter.get_finished_spans()
+    said = json.dumps({"attributes": dict(span.attributes or {}), "status": span.status.description})
+    assert "Be4rerT0ken99" not in said and token[4:] not in said
+    assert "Authorization: Bearer [redacted] ghp_[redacted]" in said

@@ -169,11 +169,18 @@ def hookbus_record_emit(bus: HookBus, record: EmitRecord) -> None:
 @hookimpl
 def hookbus_read_emits(bus: HookBus, since: str | None, until: str | None) -> list[EmitRecord] | None:
     """From the database's ``emits`` table; None (the next recorder answers) when it
-    cannot be read."""
-    from hookbus_sqlite.database import query_emits
+    cannot be read. ``hookbus replay`` runs the user's hooks on these envelopes, so a
+    database another user could have written is refused (``RefusedRecords``), not read:
+    see ``database.emits_refusals``."""
+    from hookbus.records import RefusedRecords
+
+    from hookbus_sqlite.database import emits_refusals, query_emits
 
     path = _path_of(bus)
     writer.flush(FLUSH_TIMEOUT_SECONDS)
+    refusals = emits_refusals(path)
+    if refusals:
+        raise RefusedRecords([], refusals)
     try:
         return query_emits(path, since, until)
     except FileNotFoundError:

@@ -4,6 +4,11 @@ One row per fire in ``runs``; the hooks whose spec does not load in ``load_error
 Every connection is opened in autocommit mode with a busy timeout, and every write is one
 short ``BEGIN IMMEDIATE`` transaction, so writers in several threads and processes queue
 up on SQLite's lock instead of failing with "database is locked".
+
+The database is its owner's to read alone, as the built-in log is: a writer makes it (and
+the directories it makes for it) with mode 0600 (0700), whatever the umask, and tightens
+one left looser, its ``-wal`` and ``-shm`` files too (SQLite gives those the database's
+mode when it makes them).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 import time
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
@@ -32,6 +38,11 @@ BUSY_TIMEOUT_SECONDS = 10.0
 #: Rows per transaction: a long backlog is written in several short transactions, so
 #: writers in other processes get their turn.
 ROWS_PER_TRANSACTION = 500
+#: The modes of the database (and its -wal and -shm files) and of the directories made for it.
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+#: The files SQLite keeps beside the database, in WAL mode.
+COMPANIONS = ("-wal", "-shm")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -100,7 +111,7 @@ def connect(path: str | os.PathLike[str], *, create: bool) -> sqlite3.Connection
     """
     path = Path(path)
     if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_private(path)
         target = str(path)
         uri = False
     else:
@@ -119,6 +130,40 @@ def connect(path: str | os.PathLike[str], *, create: bool) -> sqlite3.Connection
         connection.close()
         raise
     return connection
+
+
+def _make_private(path: Path) -> None:
+    """The database at ``path`` made (with the directories missing on the way) or found,
+    and it and its companions given modes their owner's alone. What is not a regular file
+    is left for SQLite to refuse; a file not ours to change is left as it is."""
+    missing = []
+    directory = path.parent
+    while not os.path.lexists(directory) and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, DIRECTORY_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by another writer
+        os.chmod(made, DIRECTORY_MODE)  # whatever the umask took
+    path.parent.mkdir(parents=True, exist_ok=True)  # FileExistsError when a file is in the way
+    for name, create in ((str(path), True), *((f"{path}{suffix}", False) for suffix in COMPANIONS)):
+        flags = os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(name, flags, FILE_MODE)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            continue  # a FIFO, a directory, no permission: SQLite says what is wrong
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) != FILE_MODE:
+                os.fchmod(fd, FILE_MODE)
+        except PermissionError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _prepare(connection: sqlite3.Connection) -> None:
@@ -297,6 +342,40 @@ def _time_range(since: Moment, until: Moment, clauses: list[str], parameters: li
     if until is not None:
         clauses.append("at < ?")
         parameters.append(timestamp(until))
+
+
+def emits_refusals(path: str | os.PathLike[str]) -> list[str]:
+    """Why the database at ``path`` may hold envelopes another user wrote, one message
+    each with its fix: it, its ``-wal`` or ``-shm`` file, or a directory on the way to
+    them is owned by another user than you or root, or writable by group or others; or
+    one of the files is a link or not a regular file. Empty when only you or root could
+    have written them (or there is no database)."""
+    from hookbus.permissions import loose_refusal, owner_refusal
+    from hookbus.trust import path_refusal
+
+    path = Path(path) if Path(path).is_absolute() else Path(os.getcwd(), path)
+    could = "choose the envelopes hookbus replay runs your hooks on"
+    unsafe = path_refusal(path.parent)
+    if unsafe is not None:
+        return [f"{unsafe[0]} {unsafe[1]}"]
+    refusals = []
+    for name in (path, *(Path(f"{path}{suffix}") for suffix in COMPANIONS)):
+        try:
+            info = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            refusals.append(f"{name} cannot be checked: {exc.strerror or exc}")
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            refusals.append(f"{name} is a symbolic link, and emit records are never read through one (another user could point it at a database of theirs): remove the link (rm {name})")
+        elif not stat.S_ISREG(info.st_mode):
+            refusals.append(f"{name} is not a regular file: move it away (mv {name} {name}.old)")
+        elif owner_refusal(info) is not None:
+            refusals.append(f"{name} {owner_refusal(info)}, who could then {could}: run chown {os.geteuid()} {name}")
+        elif loose_refusal(info) is not None:
+            refusals.append(f"{name} {loose_refusal(info)}, who could then {could}: run chmod go-w {name}")
+    return refusals
 
 
 def query_emits(path: str | os.PathLike[str], since: Moment = None, until: Moment = None) -> list[EmitRecord]:

@@ -972,3 +972,81 @@ def test_a_managed_hooks_fires_are_recorded_as_managed(
     assert stored["org-guard"].status == "deny"
     with closing(sqlite3.connect(db_of(home))) as connection:
         assert connection.execute("SELECT tier FROM runs WHERE hook_id = 'org-guard'").fetchall() == [("managed",)]
+
+
+# -- who may read the database, and whether replay may trust it ----------------------------
+
+
+def mode_of(path: Path) -> int:
+    return os.lstat(path).st_mode & 0o7777
+
+
+@pytest.mark.timeout(60)
+def test_the_database_and_its_wal_are_their_owners_alone_whatever_the_umask(home: TestHome, make_bus: Callable[..., HookBus]) -> None:
+    write_decider(home)
+    bus = make_bus()
+    old = os.umask(0)
+    try:
+        bus.emit("PreToolUse", {"tool_name": "write_file", "tool_input": {"n": 1}})
+        hookbus_sqlite.writer.flush(30)  # written, and the bus still open: the WAL is there
+        database = db_of(home)
+        modes = {path.name: mode_of(path) for path in database.parent.glob("hooks.sqlite3*")}
+        assert {"hooks.sqlite3", "hooks.sqlite3-wal"} <= set(modes), modes
+        assert set(modes.values()) == {0o600}, modes
+        assert mode_of(database.parent) == 0o700
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.timeout(60)
+def test_a_loose_database_is_tightened_when_a_writer_opens_it(home: TestHome, make_bus: Callable[..., HookBus]) -> None:
+    write_decider(home)
+    bus = make_bus()
+    bus.emit("PreToolUse", {"tool_name": "write_file", "tool_input": {"n": 1}})
+    bus.close()
+    database = db_of(home)
+    database.chmod(0o644)
+    bus = make_bus()
+    bus.emit("PreToolUse", {"tool_name": "write_file", "tool_input": {"n": 2}})
+    bus.close()
+    assert mode_of(database) == 0o600
+    assert row_count(database) == 2
+
+
+def test_emits_refusals_name_what_another_user_could_have_written(tmp_path: Path) -> None:
+    from hookbus_sqlite.database import emits_refusals
+
+    directory = tmp_path / "logs"
+    directory.mkdir(mode=0o700)
+    database = directory / "hooks.sqlite3"
+    assert emits_refusals(database) == []  # none yet: nothing to refuse
+    insert(database, [])
+    assert emits_refusals(database) == []
+    Path(f"{database}-wal").write_text("")
+    Path(f"{database}-wal").chmod(0o622)
+    [said] = emits_refusals(database)
+    assert said.startswith(f"{database}-wal is writable by group and others (mode 0622)") and f"chmod go-w {database}-wal" in said
+    Path(f"{database}-wal").unlink()
+    directory.chmod(0o777)
+    [said] = emits_refusals(database)
+    assert said.startswith(f"{directory} is writable by group and others") and f"chmod go-w {directory}" in said
+    directory.chmod(0o700)
+    database.rename(directory / "real.sqlite3")
+    database.symlink_to(directory / "real.sqlite3")
+    [said] = emits_refusals(database)
+    assert said.startswith(f"{database} is a symbolic link")
+
+
+@pytest.mark.timeout(60)
+def test_what_reaches_the_database_is_masked_with_nothing_registered(home: TestHome, make_bus: Callable[..., HookBus]) -> None:
+    """The records come to the database masked: a token a hook says, a password in the
+    envelope, the value of a JSON key named like a secret."""
+    home.write_settings({"recorder": "sqlite", "record_envelopes": True})
+    home.write_hook("leaky", mode="sync", blocking=True, command="echo 'token=Qt0kenV4lue99 ghp_Fg7Hj2Kl5Mn8Pq1Rs4Tu7Vw0Xy3Za6Bc9De2' >&2; exit 2")
+    bus = make_bus()
+    bus.emit("PreToolUse", {"tool_name": "bash", "tool_input": {"command": "psql postgres://app:Pg5ecret@db/x", "password": "Js0nKeyed"}})
+    bus.close()
+    raw = b"".join(path.read_bytes() for path in db_of(home).parent.glob("hooks.sqlite3*"))
+    for secret in (b"Qt0kenV4lue99", b"Fg7Hj2Kl5Mn8Pq1Rs4Tu7Vw0Xy3Za6Bc9De2", b"Pg5ecret", b"Js0nKeyed"):
+        assert secret not in raw
+    assert b"ghp_[redacted]" in raw and b"postgres://app:[redacted]@db/x" in raw
