@@ -196,13 +196,31 @@ ODD_CALLS: list[Callable[[Path], dict[str, Any]]] = [
     lambda home: bash("cat /etc/hostname"),
     lambda home: {"tool_name": "Bash", "tool_input": {"command": f"ls {home}"}},
     lambda home: {"tool_name": "MultiEdit", "tool_input": {"file_path": str(home / "settings.json")}},
+    # /proc/self and its links, read as the writer (whose cwd is the envelope's) reads them,
+    # never as the guard's own process: the server and `hookbus emit` run in the home's
+    # parent, where /proc/self/cwd/home is the home.
+    lambda home: write_call(f"/proc/self/cwd/{home.name}/hooks/x/hook.json", cwd=str(home.parent / "elsewhere")),
+    lambda home: write_call(f"/proc/self/cwd/{home.name}/hooks/x/hook.json", cwd=str(home.parent)),
+    lambda home: write_call("/proc/thread-self/cwd/hooks/x/hook.json", cwd=str(home)),
+    lambda home: write_call(f"/proc/self/root{home}/hooks/x/hook.json"),
+    lambda home: write_call("/proc/self/cwd/x", cwd="relative"),
+    lambda home: write_call("/dev/stdout"),
+    lambda home: write_call("/proc/self/fd/1"),
+    lambda home: write_call("/proc/1/cwd/x"),
+    lambda home: bash(f"touch /proc/self/cwd/{home.name}/hooks/x/hook.json", cwd=str(home.parent / "elsewhere")),
+    lambda home: bash(f"cd -P /proc/self/cwd/.. && touch {home.name}/hooks/x/hook.json", cwd=str(home.parent / "elsewhere")),
+    lambda home: bash(f"cat /proc/self/cwd/{home.name}/hooks/x/hook.json", cwd=str(home.parent)),
+    lambda home: bash(f"echo x > /proc/self/cwd/{home.name}/hooks/x/hook.json", cwd=str(home.parent)),
+    lambda home: bash("touch hooks/x/hook.json", cwd=str(home.parent / "elsewhere")),
+    lambda home: bash(f"cd {home.name} && touch hooks/x/hook.json", cwd=str(home.parent)),
+    lambda home: {"tool_name": "write_file", "tool_input": {"path": "elsewhere/x"}},
 ]
 
 
-def _emit_cli(home: Path, envelope: dict[str, Any], *extra: str) -> tuple[int, dict[str, Any]]:
+def _emit_cli(home: Path, envelope: dict[str, Any], *extra: str, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
     result = subprocess.run(
         [sys.executable, "-m", "hookbus", "emit", "PreToolUse", "--home", str(home), *extra],
-        input=json.dumps(envelope), capture_output=True, text=True, timeout=60,
+        input=json.dumps(envelope), capture_output=True, text=True, timeout=60, cwd=cwd,
     )
     return result.returncode, json.loads(result.stdout) if result.stdout.strip() else {}
 
@@ -211,16 +229,22 @@ def _emit_cli(home: Path, envelope: dict[str, Any], *extra: str) -> tuple[int, d
 @pytest.mark.parametrize("path", ["command line", "server"])
 def test_in_process_and_each_other_path_agree_on_odd_calls(make_bus: Maker, home: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """The same decision from the bus in this process, ``hookbus emit`` (in its own
-    process), and a ``hookbus serve`` asked through its socket."""
+    process), and a ``hookbus serve`` asked through its socket; the other two run in the
+    home's parent, this process elsewhere, so a guard that read /proc/self as its own
+    process would disagree."""
     from hookbus.serve.client import Client
     from servekit import Served
 
+    (home.parent / "elsewhere").mkdir()
+    (home / "hooks" / "x").mkdir(exist_ok=True)
     bus = make_bus()
     with contextlib.ExitStack() as stack:
         served = None
         if path == "server":
             monkeypatch.delenv("HOOKBUS_MANAGED_DIR")  # the server's environment: /etc/vix, absent here
+            monkeypatch.chdir(home.parent)  # the server's own working directory
             served = stack.enter_context(Served(home))
+        monkeypatch.chdir(home.parent / "elsewhere")
         for make in ODD_CALLS:
             envelope = make(home)
             ours = bus.emit("PreToolUse", envelope)
@@ -230,7 +254,7 @@ def test_in_process_and_each_other_path_agree_on_odd_calls(make_bus: Maker, home
                     theirs = client.emit("PreToolUse", envelope)
                 assert (theirs["behavior"], theirs.get("reason")) == (ours.behavior, ours.reason), envelope
             else:
-                code, printed = _emit_cli(home, envelope)
+                code, printed = _emit_cli(home, envelope, cwd=home.parent)
                 assert printed.get("behavior", "allow") == ours.behavior, envelope
                 assert code == (2 if ours.behavior == "deny" else 0)
 
