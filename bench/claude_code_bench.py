@@ -14,8 +14,8 @@ UserPromptSubmit, PreToolUse, PostToolUse and Stop (matcher ``*`` on the tool ev
   ``hookbus import claude-code FILE --install-bridge``) with ``hookbus serve`` running; the
   home holds one sync ``exit 0`` command hook per event (ThreadStart for SessionStart);
 - ``http``: Claude Code's http hooks posting to ``hookbus serve --http 127.0.0.1:0``
-  (``--install-bridge --http URL``; SessionStart stays on the command bridge, Claude Code
-  runs no http hook there), same home and hooks. The token reaches Claude Code through the
+  (``--install-bridge --http URL --http-decisions``; SessionStart stays on the command
+  bridge, Claude Code runs no http hook there), same home and hooks. The token reaches Claude Code through the
   settings file's own ``env`` block, which the installer writes into a new (0600) file, and
   which Claude Code uses to fill ``$HOOKBUS_HTTP_TOKEN`` in the hook's header; when that
   block is missing the token is put in claude's environment instead.
@@ -241,7 +241,9 @@ def hookbus_config(key: str, root: Path, server: HookbusServer, http: bool) -> C
     path = root / f"settings-{key.replace('@', '-')}.json"
     argv = [server.executable, "import", "claude-code", str(path), "--install-bridge", "--home", str(server.home)]
     if http:
-        argv += ["--http", server.url]
+        # Every event that can go over http does, as the figures always measured (the
+        # default keeps the decision events on the command bridge, against port squatters).
+        argv += ["--http", server.url, "--http-decisions"]
     done = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")

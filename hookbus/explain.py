@@ -85,9 +85,9 @@ class HookVerdict:
         return self.status in RUNS
 
     def as_json(self) -> dict[str, Any]:
-        """This verdict as JSON, with every registered secret masked (input included):
-        it is a report of what the hook said, as its record is."""
-        from hookbus.redaction import redact_value
+        """This verdict as JSON, with every secret masked (registered, or of a known
+        shape; input included): it is a report of what the hook said, as its record is."""
+        from hookbus.redaction import mask_value
 
         run = self.run
         document = {
@@ -109,7 +109,7 @@ class HookVerdict:
                 "note": run.note,
             },
         }
-        masked: dict[str, Any] = redact_value(document)
+        masked: dict[str, Any] = mask_value(document)
         return masked
 
 
@@ -135,7 +135,7 @@ class Explanation:
         """The explanation as one JSON object, with every registered secret masked: the
         hooks' answers, the merge and the decision (its input too: here it is reported,
         not obeyed)."""
-        from hookbus.redaction import redact_value
+        from hookbus.redaction import mask_value
 
         document = {
             "event": self.event,
@@ -147,7 +147,7 @@ class Explanation:
             "merge": list(self.merge),
             "decision": None if self.decision is None else self.decision.as_dict(),
         }
-        masked: dict[str, Any] = redact_value(document)
+        masked: dict[str, Any] = mask_value(document)
         return masked
 
 

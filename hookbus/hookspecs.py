@@ -77,7 +77,10 @@ def hookbus_record_emit(bus: HookBus, record: EmitRecord) -> None:
 
 @hookspec(firstresult=True)
 def hookbus_read_emits(bus: HookBus, since: str | None, until: str | None) -> list[EmitRecord] | None:
-    """The emit records with ``since <= at < until`` (either None: no bound), oldest first."""
+    """The emit records with ``since <= at < until`` (either None: no bound), oldest first.
+    Raise ``hookbus.records.RefusedRecords`` (with the records it did read) when some could
+    not be trusted (files another user could have written): ``hookbus replay`` names them
+    and acts on none of them."""
 
 
 @hookspec(firstresult=True)

@@ -290,6 +290,20 @@ def _candidates(discovered: Sequence[EntryPoint]) -> list[_Candidate]:
     return sorted(candidates, key=lambda candidate: (candidate.name, candidate.refused is not None))
 
 
+def would_load(policy: PluginPolicy) -> dict[str, tuple[EntryPoint, str | None]]:
+    """Each plugin a bus under ``policy`` would consider, by name, and why it would not
+    load (blocked, or its entry point takes a built-in plugin's name), or None; found
+    without importing any (what ``hookbus status`` compares a server's plugins with)."""
+    found: dict[str, tuple[EntryPoint, str | None]] = {}
+    for candidate in _candidates(discover(trusted_path() if policy.managed else None)):
+        entry_point = candidate.entry_point
+        if candidate.refused is not None:
+            continue  # shown beside the built-in one, which is what loads under the name
+        reason = blocked_reason(entry_point.name, policy.environ) if candidate.builtin else policy.refusal(entry_point)
+        found[entry_point.name] = (entry_point, reason)
+    return found
+
+
 def _normalize_name(name: str) -> str:
     return name.replace("_", "-").replace(".", "-").lower()
 

@@ -99,8 +99,9 @@ class RunRecord:
     @property
     def disagrees(self) -> bool:
         """A shadow fire whose own behavior is not the one enforced (a failure counts as
-        what it decided: its decision, else allow)."""
-        if not self.shadow:
+        what it decided: its decision, else allow). One that said nothing (hookbus cut it
+        short, or ran it not: no decision) has nothing to compare."""
+        if not self.shadow or self.decision is None:
             return False
         behavior = (self.decision or {}).get("behavior", "allow")
         return bool(behavior != (self.enforced or "allow"))

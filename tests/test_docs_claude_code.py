@@ -145,13 +145,14 @@ def test_the_http_setup_runs_as_shown_and_denies(user: Path, heading: str) -> No
         settings_path = install.split()[3].replace("~", str(user))
         settings = Path(settings_path) if Path(settings_path).is_absolute() else user / settings_path
         written = json.loads(settings.read_text())
-        [hook] = written["hooks"]["PostToolUse"][0]["hooks"]
+        [hook] = written["hooks"]["Stop"][0]["hooks"]
         assert hook["url"] == f"http://127.0.0.1:{port}/claude-code" and hook["headers"]["Authorization"] == "Bearer $HOOKBUS_HTTP_TOKEN"
-        # the home guard is fail-closed: PreToolUse keeps the command bridge, as the page says
-        assert written["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "command"
+        # the events whose answer approves or rewrites keep the command bridge, as the page says
+        for event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "PostToolUse"):
+            assert written["hooks"][event][0]["hooks"][0]["type"] == "command", event
         assert written["hooks"]["SessionStart"][0]["hooks"][0]["type"] == "command"
         token = written["env"]["HOOKBUS_HTTP_TOKEN"]
-        envelope = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "session_id": "s"}
+        envelope = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "session_id": "s"}
         with HttpClient(port, token) as http:
             answer = http.post(envelope)
         assert answer.json() == {"hookSpecificOutput": {

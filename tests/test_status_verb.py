@@ -79,7 +79,7 @@ def test_a_server_says_its_pid_socket_uptime_generation_and_plugins(home: Path, 
     assert "  hooks       3 hooks (1 disabled, 1 broken, and hookbus's home guard): hookbus list shows them\n" in out
     assert "  recording   recorder\n" in out
     assert "NAME" in out and "\ncommand " in out and "\nrecorder " in out
-    assert "1 problem (skipped files, or a broken file whose last good version runs):\n  hooks/bad/hook.json: invalid JSON" in out
+    assert "1 problem (skipped files, a broken file whose last good version runs, or a hook that will fail):\n  hooks/bad/hook.json: invalid JSON" in out
     assert "differs" not in out
 
     assert as_json.returncode == 0

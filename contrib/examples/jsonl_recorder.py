@@ -18,9 +18,13 @@ def write_lines(batch: list[tuple[Path, RunRecord]]) -> None:  # on the writer's
     for path, record in batch:
         lines.setdefault(path, []).append(json.dumps(record.log_entry()) + "\n")
     for path, text in lines.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as file:  # one write per batch, not per fire
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the user's alone, as hookbus's logs
+        with open(path, "a", encoding="utf-8", opener=private) as file:  # one write per batch, not per fire
             file.write("".join(text))
+
+
+def private(name: str, flags: int) -> int:
+    return os.open(name, flags, 0o600)
 
 
 writer: BackgroundWriter[tuple[Path, RunRecord]] = BackgroundWriter(write_lines, name="hookbus-jsonl")

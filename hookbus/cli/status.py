@@ -58,6 +58,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         message = f"the server does not say which plugins it runs (it is an older hookbus serve): {RESTART}"
         differences = [{"name": None, "what": "unknown", "message": message}]
+    from hookbus.policy.managed import managed_identity
+
+    loaded, here = str(status.get("managed", "")), managed_identity()
+    if loaded != here:
+        message = (
+            f"the server loads {f'the managed directory {loaded}' if loaded else 'no managed directory'}, and this environment "
+            f"would load {f'the managed directory {here}' if here else 'none'}: it runs nothing for this environment's "
+            f"clients, which decide in their own process, until it catches up (it looks every 250 ms), or "
+            "for good when it ran code from where its environment pointed: restart it"
+        )
+        differences.insert(0, {"name": None, "what": "managed", "message": message})
     version = _this_version()
     if status.get("version") not in (None, version):
         message = f"the server runs hookbus {status.get('version')}, this environment has {version}: {RESTART}"
@@ -93,10 +104,22 @@ def plugin_differences(served: Sequence[Mapping[str, Any]], environ: Mapping[str
     started), ``removed`` (from here), ``changed`` (another distribution or version): a
     restart of the server loads what is installed now; ``environment``: the two
     environments block it differently (HOOKBUS_DISABLE_PLUGINS, HOOKBUS_LOAD_PLUGINS)."""
-    from hookbus.plugins import blocked_reason, discover
+    from hookbus.plugins import would_load
+    from hookbus.policy.tiers import ManagedTier
+    from hookbus.runners import RunnerTable
 
-    installed = {entry_point.name: entry_point for entry_point in discover()}
-    theirs = {str(row.get("name")): row for row in served if not row.get("in_process")}
+    # Chosen here as a bus here would choose them: the managed directory's rule where one
+    # exists, else the selection variables.
+    policy = ManagedTier.from_environment(RunnerTable()).plugin_policy(environ, read=True)
+    considered = would_load(policy)
+    installed = {name: entry_point for name, (entry_point, _) in considered.items()}
+    theirs: dict[str, Mapping[str, Any]] = {}
+    for row in served:
+        name = str(row.get("name"))
+        # Under a built-in plugin's name, the built-in one: another distribution's entry
+        # point of that name is a failed row beside it.
+        if not row.get("in_process") and (name not in theirs or theirs[name].get("status") == "failed"):
+            theirs[name] = row
     found: list[dict[str, Any]] = []
 
     def differs(name: str, what: str, message: str) -> None:
@@ -116,7 +139,7 @@ def plugin_differences(served: Sequence[Mapping[str, Any]], environ: Mapping[str
                 f"this environment has {_release(here.distribution, here.version)}: {RESTART}",
             )
         else:
-            blocked_here = blocked_reason(name, environ)
+            blocked_here = considered[name][1]
             blocked_there = there.get("detail") if there.get("status") == "blocked" else None
             if bool(blocked_here) != bool(blocked_there):
                 differs(
@@ -184,7 +207,7 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
     warnings = [str(warning) for warning in status.get("warnings") or []]
     if problems:
         say()
-        say(f"{plural(len(problems), 'problem')} (skipped files, or a broken file whose last good version runs):")
+        say(f"{plural(len(problems), 'problem')} (skipped files, a broken file whose last good version runs, or a hook that will fail):")
         for problem in problems:
             say(f"  {problem}")
     if warnings:

@@ -730,6 +730,9 @@ def test_a_managed_hooks_fire_is_a_managed_span(
     hook.write_text(json.dumps({"trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync",
                                 "blocking": True, "command": "echo 'managed says no' >&2; exit 2"}))
     hook.chmod(0o644)
+    # Where a managed directory exists, only the third-party plugins it names load.
+    (managed / "settings.json").write_text(json.dumps({"plugins": ["otel"]}))
+    (managed / "settings.json").chmod(0o644)
     monkeypatch.setenv("HOOKBUS_MANAGED_DIR", str(managed))
     hookbus_home.write_settings(BOTH)
     hookbus_home.write_hook("mine", mode="sync", matcher="bash", command="true")

@@ -961,6 +961,9 @@ def test_a_managed_hooks_fires_are_recorded_as_managed(
     hook.write_text(json.dumps({"trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync",
                                 "blocking": True, "command": "echo 'managed says no' >&2; exit 2"}))
     hook.chmod(0o644)
+    # Where a managed directory exists, only the third-party plugins it names load.
+    (managed / "settings.json").write_text(json.dumps({"plugins": ["sqlite"]}))
+    (managed / "settings.json").chmod(0o644)
     monkeypatch.setenv("HOOKBUS_MANAGED_DIR", str(managed))
     home.write_hook("mine", mode="sync", matcher="bash", command="exit 0")
     bus = make_bus()
