@@ -30,6 +30,17 @@ if TYPE_CHECKING:
     from hookbus.spec import Hook
 
 
+#: What the tier of a process that runs code the environment chose says (``identity``).
+NOT_ENFORCEABLE = "not enforceable here"
+
+
+def unenforceable(identity: str) -> bool:
+    """Whether a bus's managed tier (``HookBus.managed_tier``) is one it cannot vouch for:
+    the process imported code from where its environment pointed before the managed
+    directory appeared. Such a process should be restarted."""
+    return f"({NOT_ENFORCEABLE}:" in identity
+
+
 class ManagedTier:
     """The managed directory's loader, and how its hooks join the user's."""
 
@@ -91,7 +102,7 @@ class ManagedTier:
         if not self.present:
             return ""
         if self.tainted_by:
-            return f"{self.root} (not enforceable here: {', '.join(self.tainted_by)} came from the environment's import path)"
+            return f"{self.root} ({NOT_ENFORCEABLE}: {', '.join(self.tainted_by)} came from the environment's import path)"
         return self.root
 
     def plugin_policy(self, environ: Mapping[str, str] | None = None, *, read: bool = False) -> PluginPolicy:

@@ -68,7 +68,7 @@ def serve(
             bus = HookBus(root, watch=True)
             try:
                 listener, identity = listen(path)
-                asyncio.run(_serve(bus, listener, path, identity, announce or _to_stderr, http_socket, token))
+                served = asyncio.run(_serve(bus, listener, path, identity, announce or _to_stderr, http_socket, token))
             finally:
                 bus.close()  # idempotent: already closed unless start-up failed
         finally:
@@ -76,7 +76,7 @@ def serve(
                 http_socket.close()
     finally:
         lock.release()
-    return 0
+    return 0 if served else 1
 
 
 def _http_socket(home: str, address: tuple[str, int] | None, inherited: socket.socket | None) -> tuple[socket.socket, str]:
@@ -148,6 +148,25 @@ def _sockets_budget(server: HookServer) -> MemoryBudget:
     return SocketsBudget()
 
 
+#: How often a server looks whether it can still vouch for the managed tier.
+TIER_CHECK_SECONDS = 0.5
+
+
+async def _stop_if_unenforceable(bus: HookBus, announce: Callable[[str], None], stop: Callable[[], None]) -> bool:
+    """Stop the server once its bus cannot vouch for the managed tier: it imported code from
+    where its environment pointed (``PYTHONPATH``) before the managed directory appeared.
+    Its clients already decide in their own process; Claude Code's http hooks cannot tell,
+    so the server stops (exit 1: a unit with ``Restart=on-failure`` starts it anew, under
+    the managed tier from its first import). True when it stopped the server."""
+    from hookbus.policy.tiers import unenforceable
+
+    while not unenforceable(bus.managed_tier):
+        await asyncio.sleep(TIER_CHECK_SECONDS)
+    announce(f"hookbus serve: stopping: the managed tier is {bus.managed_tier}; start it again to serve it")
+    stop()
+    return True
+
+
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -160,7 +179,9 @@ async def _serve(
     announce: Callable[[str], None],
     http_socket: socket.socket | None = None,
     token: str = "",
-) -> None:
+) -> bool:
+    """Serve until stopped: True, or False when the server stopped itself because it cannot
+    vouch for the managed tier (``stop_if_unenforceable``)."""
     from hookbus.workers import ElasticThreads
 
     loop = asyncio.get_running_loop()
@@ -189,6 +210,7 @@ async def _serve(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_stop, signum)
     loop.add_signal_handler(signal.SIGHUP, server.reload_in_background)
+    watching = loop.create_task(_stop_if_unenforceable(bus, announce, lambda: on_stop(signal.SIGTERM)))
     try:
         announce(READY_MESSAGE.format(path=path))
         if http is not None:
@@ -201,7 +223,9 @@ async def _serve(
         # kill the process with fires unrecorded.
         await loop.run_in_executor(None, bus.close)
     finally:
+        watching.cancel()
         remove_socket(path, identity)
         http_threads.shutdown()
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(signum)
+    return not (watching.done() and not watching.cancelled() and watching.result())
