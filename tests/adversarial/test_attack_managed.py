@@ -158,9 +158,11 @@ def test_an_entry_point_named_like_a_built_in_is_refused_without_a_managed_direc
         result = emit(home, tmp_path / "no-managed-dir", user_site)
         assert denied(result), result
         assert not impostor_imported(home)
+        # From a directory of no distribution's (a source tree's hookbus.egg-info would be
+        # found first, and the first entry point of a name is the one listed).
         listed = subprocess.run(
             [sys.executable, "-m", "hookbus", "plugins", "--json", "--home", str(home)],
-            capture_output=True, text=True, timeout=60, env=environment(PYTHONPATH=str(user_site)),
+            capture_output=True, text=True, timeout=60, env=environment(PYTHONPATH=str(user_site)), cwd=tmp_path,
         )
         refused = [row for row in json.loads(listed.stdout)["plugins"] if row.get("distribution") == "my-runner"]
         assert refused and "built-in plugin" in (refused[0].get("detail") or ""), listed.stdout

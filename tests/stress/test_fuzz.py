@@ -54,6 +54,7 @@ from hookbus.decision import BEHAVIORS, Outcome
 from hookbus.events import EVENT_NAMES, EVENTS
 from hookbus.errors import SpecError
 from hookbus.files import MAX_SPEC_BYTES
+from hookbus.loader import failing_problems
 from hookbus.matching import compile_matcher
 from hookbus.spec import KNOWN_PROVIDERS
 from stresskit import FIGURES, scale
@@ -416,7 +417,10 @@ def assert_loaded_as(bus: HookBus, hook_id: str, doc: dict[str, Any], name: str)
     assert {k: type(v) for k, v in actual.items()} == {k: type(v) for k, v in expected.items()}
     assert hook.source.name == name and hook.directory.name == hook_id
     assert hook.timeout > 0 and hook.is_sync == (mode == "sync")
-    assert not [problem for problem in bus.problems if problem.hook_id == hook_id]
+    # Loaded whole: no problem of its file. (The example's scripts are not copied, so a
+    # problem of a script it runs, which the loader reports and keeps it loaded for, may be.)
+    will_fail = failing_problems(bus.snapshot).get(hook_id, ())
+    assert not [problem for problem in bus.problems if problem.hook_id == hook_id and problem not in will_fail]
 
 
 def to_yaml(doc: Any) -> str:
