@@ -222,6 +222,21 @@ def test_proc_self_cwd_without_a_working_directory_is_refused(world: World, else
     assert phrase is not None and "working directory, which is unknown" in phrase
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("cwd", ["/proc/self/cwd", "/proc/thread-self/cwd/x/..", "/proc/self/cwd/../proc/self/cwd"])
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [("write_file", {"path": "x"}), ("bash", {"command": "touch x"}), ("bash", {"command": "ls"}), ("write_file", {"path": "/proc/self/cwd/x"})],
+)
+def test_a_working_directory_that_is_its_own_link_is_decided_at_once(world: World, cwd: str, tool: str, tool_input: dict[str, str]) -> None:
+    """A host's cwd that leads back to itself through /proc/self/cwd is a loop of links, as
+    the kernel counts them: the guard decides (a write is refused as unreadable), it never
+    walks for ever on the emitting thread."""
+    phrase = world.check(tool, tool_input, cwd)
+    if tool_input != {"command": "ls"}:
+        assert phrase is not None
+
+
 @pytest.mark.parametrize(
     ("command", "cwd", "expect"),
     [
