@@ -278,7 +278,11 @@ def test_sync_audit_lines_are_written_before_emit_returns(home: Path) -> None:
     with HookBus(home) as bus:
         for n in range(1, scale(30, 200) + 1):
             assert bus.emit("PreToolUse", {"tool_name": "Bash", "tool_input": {}}).behavior == "deny"
-            lines = [json.loads(line) for path in log_dir.glob("*.jsonl") for line in path.read_text().splitlines()]
+            # Whole lines only: an async hook's line may be half-written at the tail while
+            # its worker writes it (a read is no atomic snapshot of a write); sync lines are
+            # written before emit returns, so each of them is whole.
+            texts = [path.read_text() for path in log_dir.glob("*.jsonl")]
+            lines = [json.loads(line) for text in texts for line in text.splitlines(keepends=True) if line.endswith("\n")]
             sync = Counter(e["hook_id"] for e in lines if e["mode"] == "sync")
             assert all(sync[hook_id] == n for hook_id in SYNC_HOOKS), (n, sync)
 
