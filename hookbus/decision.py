@@ -127,6 +127,13 @@ class Decision:
 ALLOW = Decision()
 
 
+def deny_line(result: HookResult) -> str:
+    """How a merged deny names one hook's: ``hook 'ID' denied: REASON`` (or without the
+    reason when it gave none), one line per denying hook."""
+    reason = result.outcome.reason
+    return f"hook {result.hook_id!r} denied: {reason}" if reason else f"hook {result.hook_id!r} denied"
+
+
 def _decision_dict(decision: Outcome | Decision) -> dict[str, Any]:
     values = {
         "behavior": decision.behavior,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
-from hookbus.decision import ALLOW, FAILURES, Decision, HookFailure, HookResult, Outcome
+from hookbus.decision import ALLOW, FAILURES, Decision, HookFailure, HookResult, Outcome, deny_line
 from hookbus.errors import PluginError
 from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
 from hookbus.records import RunRecord
@@ -151,61 +151,57 @@ def _managed_floor(decision: Decision, counted: Sequence[Run], results: Sequence
     the user's, with the managed hook's own input; their context, an ``ask``, a ``halt``
     and a ``continue_with`` are kept. The user's hooks may still make it stricter: a deny
     of theirs wins over a managed modify."""
-    protected = [result for (hook, _, _, _), result in zip(counted, results) if hook.tier != "user"]
-    denied = [result for result in protected if result.outcome.behavior == "deny"]
+    protected = [result.outcome for (hook, _, _, _), result in zip(counted, results) if hook.tier != "user"]
+    if all(outcome == _SAID_NOTHING for outcome in protected):
+        return decision  # the home guard's allow, on every guarded call: nothing to put back
+    ids = [result.hook_id for (hook, _, _, _), result in zip(counted, results) if hook.tier != "user"]
+    denied = [HookResult(hook_id, outcome) for hook_id, outcome in zip(ids, protected) if outcome.behavior == "deny"]
     if denied:
-        said = [_deny_line(result) for result in denied]
-        others = tuple(hook_id for hook_id in decision.denied_by if all(hook_id != result.hook_id for result in denied))
-        if decision.behavior == "deny" and decision.reason and decision.reason not in said:
-            said.append(decision.reason)
-        floor = Decision(
-            "deny", reason="\n".join(said), context=decision.context,
-            denied_by=(*(result.hook_id for result in denied), *others),
+        said = [deny_line(result) for result in denied]
+        reason = decision.reason if decision.behavior == "deny" else None
+        if not reason or not all(line in reason for line in said):
+            reason = "\n".join([*said, *([reason] if reason and reason not in said else [])])
+        others = tuple(hook_id for hook_id in decision.denied_by if hook_id not in {result.hook_id for result in denied})
+        decision = Decision(
+            "deny", reason=reason, context=decision.context, denied_by=(*(result.hook_id for result in denied), *others)
         )
-        if decision.behavior == "deny" and decision.reason and all(line in decision.reason for line in said):
-            floor = attrs.evolve(floor, reason=decision.reason)
-        return _with_said(floor, protected)
-    if decision.behavior != "deny":
-        modified = sorted((result for result in protected if result.outcome.behavior == "modify"), key=lambda result: result.hook_id)
+    elif decision.behavior != "deny":
+        modified = sorted((hook_id, outcome) for hook_id, outcome in zip(ids, protected) if outcome.behavior == "modify")
         if modified:
-            winner = modified[0]
-            decision = attrs.evolve(decision, behavior="modify", input=winner.outcome.input, modified_by=winner.hook_id, reason=None)
+            winner, outcome = modified[0]
+            decision = attrs.evolve(decision, behavior="modify", input=outcome.input, modified_by=winner, reason=None)
     return _with_said(decision, protected)
 
 
-def _deny_line(result: HookResult) -> str:
-    reason = result.outcome.reason
-    return f"hook {result.hook_id!r} denied: {reason}" if reason else f"hook {result.hook_id!r} denied"
+#: What a protected hook that had nothing to say said (the home guard's usual allow).
+_SAID_NOTHING = Outcome()
 
 
-def _with_said(decision: Decision, protected: Sequence[HookResult]) -> Decision:
+def _with_said(decision: Decision, outcomes: Sequence[Outcome]) -> Decision:
     """``decision`` with the protected hooks' context, ask, halt and continue_with, where
     the resolver left them out."""
-    changes: dict[str, Any] = {}
-    context = decision.context
-    for result in protected:
-        said = result.outcome.context
-        if said and (context is None or said not in context):
-            context = said if context is None else f"{context}\n\n{said}"
-    if context != decision.context:
-        changes["context"] = context
-    outcomes = [result.outcome for result in protected]
+    changes: dict[str, Any] = {
+        name: _joined(getattr(decision, name), [getattr(outcome, name) for outcome in outcomes])
+        for name in ("context", "halt", "continue_with")
+    }
     if decision.behavior != "deny" and decision.permission != "ask" and any(outcome.permission == "ask" for outcome in outcomes):
         changes["permission"] = "ask"
         asked = [outcome.reason for outcome in outcomes if outcome.permission == "ask" and outcome.reason]
         if asked:
             changes["reason"] = "\n".join(asked)
-    for name in ("halt", "continue_with"):
-        current = getattr(decision, name)
-        for outcome in outcomes:
-            said = getattr(outcome, name)
-            if said and (current is None or said not in current):
-                current = said if current is None else f"{current}\n\n{said}"
-        if current != getattr(decision, name):
-            changes[name] = current
-    if changes.get("halt", decision.halt) is not None and changes.get("continue_with", decision.continue_with) is not None:
+    if changes["halt"] is not None:
         changes["continue_with"] = None  # the turn ends: there is nothing to go on with
-    return attrs.evolve(decision, **changes) if changes else decision
+    changed = {name: value for name, value in changes.items() if value != getattr(decision, name)}
+    return attrs.evolve(decision, **changed) if changed else decision
+
+
+def _joined(current: str | None, said: Sequence[str | None]) -> str | None:
+    """``current`` with each text of ``said`` that it does not hold yet, as the resolver
+    joins them (a blank line between)."""
+    for text in said:
+        if text and (current is None or text not in current):
+            current = text if current is None else f"{current}\n\n{text}"
+    return current
 
 
 def _masked(merged: Merged) -> Merged:

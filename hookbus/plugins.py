@@ -176,7 +176,7 @@ class PluginSet:
         # A third-party plugin loaded while the environment chose code is not kept once a
         # managed directory says where code comes from: it is loaded again from there.
         keep = self.policy is not None and (self.policy.managed, self.policy.untrusted) == (policy.managed, policy.untrusted)
-        discovered = discover(trusted_path() if policy.managed else None)
+        discovered = discover(trusted_path(policy.untrusted) if policy.managed else None)
         if not policy.managed:
             _warn_unknown_names(policy.environ, sorted({*BUILTIN_PLUGINS, *(entry_point.name for entry_point in discovered)}))
         wanted: dict[str, object] = {}
@@ -295,7 +295,7 @@ def would_load(policy: PluginPolicy) -> dict[str, tuple[EntryPoint, str | None]]
     load (blocked, or its entry point takes a built-in plugin's name), or None; found
     without importing any (what ``hookbus status`` compares a server's plugins with)."""
     found: dict[str, tuple[EntryPoint, str | None]] = {}
-    for candidate in _candidates(discover(trusted_path() if policy.managed else None)):
+    for candidate in _candidates(discover(trusted_path(policy.untrusted) if policy.managed else None)):
         entry_point = candidate.entry_point
         if candidate.refused is not None:
             continue  # shown beside the built-in one, which is what loads under the name

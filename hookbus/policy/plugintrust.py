@@ -20,6 +20,7 @@ choice of code: no file the user drops on the path changes what the managed tier
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -54,6 +55,7 @@ def _real(path: str) -> str:
     return os.path.realpath(path or os.curdir)
 
 
+@functools.lru_cache(maxsize=1)
 def installation_dirs() -> tuple[str, ...]:
     """Where hookbus's own installation keeps its built-in plugins: beside the ``hookbus``
     package (a wheel), or in ``plugins/`` beside it (a source tree, an editable install)."""
@@ -63,13 +65,14 @@ def installation_dirs() -> tuple[str, ...]:
     return parent, os.path.join(parent, "plugins")
 
 
-def untrusted_entries(environ: Mapping[str, str] | None = None, path: Iterable[str] | None = None) -> frozenset[str]:
+def untrusted_entries(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """The entries of ``sys.path`` (real paths) that the user's environment chose rather
     than the installation: each ``$PYTHONPATH`` entry, the working directory (``''``, and
     the entry ``python -m`` or a script adds for it), and the user's site-packages unless
     hookbus itself is installed there."""
     environ = os.environ if environ is None else environ
-    entries = list(sys.path if path is None else path)
+    entries = sys.path
+    installation = {_real(directory) for directory in installation_dirs()}
     chosen: set[str] = set()
     if environ.get("PYTHONPATH"):
         # An empty entry between separators is the working directory, as Python reads it.
@@ -78,16 +81,16 @@ def untrusted_entries(environ: Mapping[str, str] | None = None, path: Iterable[s
     if "" in entries or cwd in {_real(entry) for entry in entries[:1]}:
         chosen.add(cwd)
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    if isinstance(user_site, str) and not any(_real(directory) == _real(user_site) for directory in installation_dirs()):
+    if isinstance(user_site, str) and _real(user_site) not in installation:
         chosen.add(_real(user_site))
     # hookbus's own installation is never the environment's choice, even when the working
     # directory is its source tree.
-    return frozenset(chosen - {_real(directory) for directory in installation_dirs()})
+    return frozenset(chosen - installation)
 
 
-def trusted_path(environ: Mapping[str, str] | None = None) -> list[str]:
-    """``sys.path`` without the entries the environment chose (``untrusted_entries``)."""
-    untrusted = untrusted_entries(environ)
+def trusted_path(untrusted: frozenset[str] | None = None) -> list[str]:
+    """``sys.path`` without the ``untrusted`` entries (default: ``untrusted_entries()``)."""
+    untrusted = untrusted_entries() if untrusted is None else untrusted
     return [entry for entry in sys.path if _real(entry) not in untrusted]
 
 
@@ -128,7 +131,7 @@ def import_trusted(module_name: str, untrusted: frozenset[str]) -> ModuleType:
             continue
         try:
             if finder is importlib.machinery.PathFinder:
-                spec = find_spec(module_name, [entry for entry in sys.path if _real(entry) not in untrusted])
+                spec = find_spec(module_name, trusted_path(untrusted))
             else:
                 spec = find_spec(module_name, None)
         except (ImportError, ValueError):
@@ -157,11 +160,11 @@ def _import_as(spec: importlib.machinery.ModuleSpec) -> ModuleType:
     name = spec.name
     with _import_lock:
         loaded = sys.modules.get(name)
-        if loaded is not None and _same_place(loaded, spec):
+        if loaded is not None and _places(getattr(loaded, "__path__", None), getattr(loaded, "__file__", None)) == _spec_places(spec):
             return loaded
         if loaded is None:
             found = importlib.util.find_spec(name)
-            if found is not None and _same_place_spec(found, spec):
+            if found is not None and _spec_places(found) == _spec_places(spec):
                 return importlib.import_module(name)
         for other in [module for module in sys.modules if module == name or module.startswith(name + ".")]:
             del sys.modules[other]
@@ -180,11 +183,5 @@ def _places(locations: Iterable[str] | None, origin: str | None) -> set[str]:
     return {_real(place) for place in locations} if locations else ({_real(origin)} if origin else set())
 
 
-def _same_place(module: ModuleType, spec: importlib.machinery.ModuleSpec) -> bool:
-    return _places(getattr(module, "__path__", None), getattr(module, "__file__", None)) == _places(
-        spec.submodule_search_locations, spec.origin
-    )
-
-
-def _same_place_spec(found: importlib.machinery.ModuleSpec, spec: importlib.machinery.ModuleSpec) -> bool:
-    return _places(found.submodule_search_locations, found.origin) == _places(spec.submodule_search_locations, spec.origin)
+def _spec_places(spec: importlib.machinery.ModuleSpec) -> set[str]:
+    return _places(spec.submodule_search_locations, spec.origin)

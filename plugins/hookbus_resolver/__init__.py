@@ -16,12 +16,7 @@ from typing import Any, Sequence
 import attrs
 
 from hookbus import hookimpl
-from hookbus.decision import ALLOW, Decision, HookResult
-
-
-def _deny_reason(result: HookResult) -> str:
-    reason = result.outcome.reason
-    return f"hook {result.hook_id!r} denied: {reason}" if reason else f"hook {result.hook_id!r} denied"
+from hookbus.decision import ALLOW, Decision, HookResult, deny_line
 
 
 def resolve(results: Sequence[HookResult]) -> Decision:
@@ -39,7 +34,7 @@ def _resolve_behavior(ordered: Sequence[HookResult]) -> Decision:
     if denies:
         return Decision(
             "deny",
-            reason="\n".join(_deny_reason(r) for r in denies),
+            reason="\n".join(deny_line(r) for r in denies),
             context=context,
             denied_by=tuple(r.hook_id for r in denies),
         )

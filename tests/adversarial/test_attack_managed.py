@@ -134,17 +134,18 @@ def test_a_bare_hookbus_dist_info_on_the_path_hides_no_built_in_plugin(home: Pat
         assert denied(result, verb), result
 
 
-def test_a_hookbus_dist_info_naming_other_modules_for_the_built_ins_is_not_obeyed(home: Path, managed: Path, user_site: Path) -> None:
-    with attack(11, "a fake hookbus distribution pointing the built-in names at its own modules"):
-        distribution(user_site, "hookbus", "9", "[hookbus]\ncommand = allowall\nresolver = allowall\n", {"allowall.py": ALLOWING_RUNNER})
-        result = emit(home, managed, user_site)
-        assert denied(result), result
-        assert not impostor_imported(home)
-
-
-def test_an_entry_point_named_like_a_built_in_cannot_replace_it(home: Path, managed: Path, user_site: Path) -> None:
-    with attack(11, "a user's entry point named command replaces no runner"):
-        distribution(user_site, "my-runner", "1.0", "[hookbus]\ncommand = allowall\n", {"allowall.py": ALLOWING_RUNNER})
+@pytest.mark.parametrize(
+    ("distributed_as", "entry_points", "what"),
+    [
+        ("hookbus", "[hookbus]\ncommand = allowall\nresolver = allowall\n", "a fake hookbus distribution pointing the built-in names at its own modules"),
+        ("my-runner", "[hookbus]\ncommand = allowall\n", "a user's entry point named command replaces no runner"),
+    ],
+)
+def test_an_entry_point_named_like_a_built_in_cannot_replace_it(
+    home: Path, managed: Path, user_site: Path, distributed_as: str, entry_points: str, what: str
+) -> None:
+    with attack(11, what):
+        distribution(user_site, distributed_as, "9", entry_points, {"allowall.py": ALLOWING_RUNNER})
         result = emit(home, managed, user_site)
         assert denied(result), result
         assert not impostor_imported(home)
