@@ -410,3 +410,20 @@ def test_a_server_that_ran_the_users_code_before_the_managed_directory_never_ans
             assert "stopping: the managed tier is" in served.stderr and "not enforceable here: lenient came from" in served.stderr
         result = run_as_host(home, default)
         assert denied(result), result
+
+
+@pytest.mark.parametrize("claimed", [5, None, ["/etc/vix"], "/elsewhere", "", "\x00"])
+def test_a_request_that_names_another_tier_or_no_valid_one_runs_nothing(home: Path, managed: Path, tmp_path: Path, claimed: Any) -> None:
+    """A client's "managed" param is checked before anything runs: a wrong type is -32602,
+    another tier -32009; neither runs the server's hooks (whose deny would be logged)."""
+    from hookbus.client import RemoteError
+    from hookbus.serve.errorcodes import INVALID_PARAMS, OTHER_TIER
+
+    with attack(11, f"an emit whose managed param is {claimed!r}"):
+        server_env = environment(HOOKBUS_MANAGED_DIR=str(managed), HOOKBUS_SOCKET=None)
+        with Served(home, env=server_env, python=launcher(tmp_path / "etc" / "vix")) as served:
+            with Client(served.socket) as client, pytest.raises(RemoteError) as refused:
+                client.call("emit", {"event": "PreToolUse", "envelope": BASH, "managed": claimed})
+        assert refused.value.code == (INVALID_PARAMS if not isinstance(claimed, str) else OTHER_TIER)
+        assert refused.value.ran_nothing
+        assert not any((home / "logs" / "hooks").glob("*.jsonl"))
