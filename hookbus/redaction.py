@@ -396,13 +396,15 @@ class _Shapes:
         found = which.Match(data)
         return frozenset(found) if found else frozenset(range(len(SHAPES)))
 
-    def spans(self, data: bytes, shapes: frozenset[int] | None = None) -> tuple[list[tuple[int, int]], frozenset[int]]:
+    def spans(self, data: bytes, shapes: frozenset[int] | None = None) -> tuple[list[tuple[int, int]], frozenset[int], int | None]:
         """Where the secrets of ``shapes`` (all when None) lie in ``data``, sorted, and
         those that overlap or touch joined (a secret two shapes find is masked once, and
-        whole); and which shapes found one. Past MAX_MATCHES_PER_SHAPE matches of one
-        shape, a span runs from the next one to the end of ``data``."""
+        whole); which shapes found one; and where the first shape to have more than
+        MAX_MATCHES_PER_SHAPE matches had its next one (None when none had), from which a
+        span runs to the end of ``data``."""
         found: list[tuple[int, int]] = []
         seen: set[int] = set()
+        cut: int | None = None
         budget = [_SPLIT_BUDGET]
         for index in sorted(self.present(data) if shapes is None else shapes):
             for count, match in enumerate(self._finder(index).finditer(data)):
@@ -410,9 +412,10 @@ class _Shapes:
                 start, end = match.span()
                 if count == MAX_MATCHES_PER_SHAPE:
                     found.append((start, len(data)))
+                    cut = start if cut is None else min(cut, start)
                     break
                 found += self._split(index, data, start, end, budget)
-        return _joined(found), frozenset(seen)
+        return _joined(found), frozenset(seen), cut
 
     def _split(self, index: int, data: bytes, start: int, end: int, budget: list[int]) -> list[tuple[int, int]]:
         """The secret parts of the match ``data[start:end]`` of shape ``index``; the whole
@@ -478,7 +481,7 @@ def _masked_text(text: str, shapes: frozenset[int] | None) -> str:
     engine = _shapes()
     if shapes is None and not engine.holds_any(data):
         return text
-    spans, _ = engine.spans(data, shapes)
+    spans, _, _ = engine.spans(data, shapes)
     return _masked_spans(data, spans) if spans else text
 
 
@@ -565,12 +568,14 @@ class _Survey:
         engine = _shapes()
         if not engine.holds_any(data):
             return
-        spans, self.shapes = engine.spans(data)
-        self._assign(strings, spans, len(data))
+        spans, self.shapes, cut = engine.spans(data)
+        self._assign(strings, spans, cut)
 
-    def _assign(self, strings: list[str], spans: list[tuple[int, int]], size: int) -> None:
-        """Each string a span falls in is to be masked; those from where a shape's matches
-        ran out (a span to the very end) are masked whole."""
+    def _assign(self, strings: list[str], spans: list[tuple[int, int]], cut: int | None) -> None:
+        """Each string a span falls in is to be masked (each then masked for what it holds
+        itself: a private key cut short runs on to the end of the joined text, not of its
+        own); the strings after the one where a shape's matches ran out (``cut``) are
+        masked whole."""
         import bisect
 
         starts = []
@@ -578,15 +583,14 @@ class _Survey:
         for text in strings:
             starts.append(offset)
             offset += len(_encoded(text)) + 1
+
+        def holding(position: int) -> int:
+            return max(0, bisect.bisect_right(starts, position) - 1)
+
+        last_kept = len(strings) - 1 if cut is None else holding(cut)
         for start, end in spans:
-            first = max(0, bisect.bisect_right(starts, start) - 1)
-            last = max(0, bisect.bisect_right(starts, max(start, end - 1)) - 1)
-            hit = strings[first : last + 1]
-            if end == size and last == len(strings) - 1 and last > first:
-                self.to_drop.update(hit[1:])  # a run of matches past the bound: the rest goes
-                self.to_mask.add(hit[0])
-            else:
-                self.to_mask.update(hit)
+            self.to_mask.update(strings[holding(start) : min(holding(max(start, end - 1)), last_kept) + 1])
+        self.to_drop.update(strings[last_kept + 1 :])
 
 
 # -- JSON-like values ------------------------------------------------------------------------

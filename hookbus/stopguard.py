@@ -147,8 +147,10 @@ def remembered_stop(environ: Mapping[str, str], event: str, envelope: Mapping[st
     ``envelope``) was answered "go on", as ``remember_stop`` kept it. False whenever the
     memory cannot say: a missing, unsafe or unreadable directory."""
     key = _key(event, envelope)
+    if key is None:
+        return False
     descriptor, _ = _open_memory(environ, create=False)
-    if key is None or descriptor is None:
+    if descriptor is None:
         return False
     try:
         info = os.stat(key.hex(), dir_fd=descriptor, follow_symlinks=False)
@@ -215,17 +217,26 @@ def _open_memory(environ: Mapping[str, str], create: bool) -> tuple[int | None, 
     return descriptor, ""
 
 
+def _is_entry_name(name: str) -> bool:
+    """Whether ``name`` is one ``remember_stop`` gives an entry: a digest, in hex."""
+    return len(name) == 2 * DIGEST_BYTES and all(char in "0123456789abcdef" for char in name)
+
+
 def _forget_the_oldest(descriptor: int) -> None:
-    """Keep at most MAX_REMEMBERED_FILES entries: the oldest go first."""
-    names = os.listdir(descriptor)
+    """Keep at most MAX_REMEMBERED_FILES entries: the oldest go first. Only entries are
+    counted and removed (regular files named as ``remember_stop`` names them): whatever
+    else the directory holds is not the memory's to remove."""
+    names = [name for name in os.listdir(descriptor) if _is_entry_name(name)]
     if len(names) <= MAX_REMEMBERED_FILES:
         return
     aged = []
     for name in names:
         try:
-            aged.append((os.stat(name, dir_fd=descriptor, follow_symlinks=False).st_mtime_ns, name))
+            info = os.stat(name, dir_fd=descriptor, follow_symlinks=False)
         except OSError:
             continue
+        if stat.S_ISREG(info.st_mode):
+            aged.append((info.st_mtime_ns, name))
     aged.sort()
     for _, name in aged[: len(aged) - MAX_REMEMBERED_FILES]:
         try:

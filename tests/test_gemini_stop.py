@@ -187,3 +187,32 @@ def test_the_memory_costs_the_quick_path_no_heavy_import(
             assert json.loads(result.stdout) == expected, result.stderr
             assert {name for name in imported if not name.startswith("hookbus.")} <= BUILT_INS | {"hookbus", "_blake2"}, sorted(imported)
             assert not {"hookbus.cli", "hookbus.serve.client", "hookbus.bus", "hookbus.events"} & imported
+
+
+def test_an_envelope_whose_ids_are_no_text_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    """A thread id that is neither text nor a number names no entry: the memory's directory,
+    open already, is closed all the same (a server's bridge process would leak one a call)."""
+    environ = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    assert stopguard.remember_stop(environ, "Stop", {"thread_id": "t"}, continued=True) is None
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        assert not stopguard.remembered_stop(environ, "Stop", {"thread_id": ["not", "text"]})
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_the_bound_forgets_only_entries_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the bound, the oldest entries go: never a file the memory did not make (the
+    directory is found through places the environment names, and may not be the one it
+    made), nor a directory."""
+    monkeypatch.setattr(stopguard, "MAX_REMEMBERED_FILES", 2)
+    environ = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    directory = tmp_path / "state" / "hookbus" / "stops"
+    directory.mkdir(parents=True, mode=0o700)
+    (directory / "notes.txt").write_text("mine\n")
+    (directory / ("0" * 2 * stopguard.DIGEST_BYTES)).mkdir()
+    os.utime(directory / "notes.txt", (0, 0))
+    for index in range(4):
+        assert stopguard.remember_stop(environ, "Stop", {"thread_id": f"t-{index}"}, continued=True) is None
+    assert (directory / "notes.txt").read_text() == "mine\n"
+    assert (directory / ("0" * 2 * stopguard.DIGEST_BYTES)).is_dir()
+    assert [stopguard.remembered_stop(environ, "Stop", {"thread_id": f"t-{index}"}) for index in range(4)] == [False, False, True, True]

@@ -250,3 +250,38 @@ def test_a_server_of_another_home_is_refused(home: Path, tmp_path: Path) -> None
         settings = tmp_path / "settings.json"
         result = install(settings, home, "--http", f"http://{host}:{port}", token=token)
     assert result.returncode == 1 and f"serves {other}, not {home}" in result.stderr and not settings.exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("body", "refused"), [(b"Not Found\n", True), (b"hookbus: no such route '/ping'\n", False)])
+def test_a_404_on_ping_is_taken_only_from_an_older_hookbus(home: Path, tmp_path: Path, body: bytes, refused: bool) -> None:
+    """Any web server answers 404 to GET /ping: only an older hookbus serve (whose 404 comes
+    past the token check, and says "hookbus:") is taken to have the token."""
+    import http.server
+    import threading
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound) as other:
+        thread = threading.Thread(target=other.serve_forever, daemon=True)
+        thread.start()
+        try:
+            settings = tmp_path / "settings.json"
+            result = install(settings, home, "--http", f"http://127.0.0.1:{other.server_address[1]}")
+        finally:
+            other.shutdown()
+            thread.join(10)
+    if refused:
+        assert result.returncode == 1 and "is not a hookbus serve --http (it has no GET /ping)" in result.stderr
+        assert not settings.exists()
+    else:
+        assert result.returncode == 0, result.stderr
+        assert "an older hookbus serve, which does not say its home" in result.stdout

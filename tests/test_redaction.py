@@ -677,3 +677,19 @@ def test_past_the_bound_of_matches_the_rest_of_a_text_is_masked_whole() -> None:
     assert masked.startswith(f"token={MARKER} token={MARKER}")
     strings = [f"token=t{n}" for n in range(MAX_MATCHES_PER_SHAPE + 50)]
     assert not any(f"t{n}" in text for n, text in enumerate(mask_value(strings)))
+
+
+def test_a_private_key_cut_short_masks_no_other_string_of_the_record() -> None:
+    """A key block without its END (a stderr tail, a heredoc cut off) runs to the end of its
+    own text, not over the strings met after it: those are masked only for what they hold."""
+    envelope = {
+        "cwd": "/home/user/project", "hook_event_name": "PreToolUse", "session_id": "session-123",
+        "notes": ["an ordinary note", "token=abc123"],
+        "tool_input": {"command": "cat <<EOF\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1Lf"},
+    }
+    original = EmitRecord("2026-01-01T00:00:00.000Z", "PreToolUse", envelope, {"behavior": "allow"}, ("g",))
+    assert redact_emit_record(original).envelope == {
+        **envelope,
+        "notes": ["an ordinary note", f"token={MARKER}"],
+        "tool_input": {"command": f"cat <<EOF\n-----BEGIN RSA PRIVATE KEY-----{MARKER}"},
+    }

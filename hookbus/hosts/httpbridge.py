@@ -264,8 +264,11 @@ def check_token(url: str, token: str, home: str, source: str) -> str | None:
             f"server's ${TOKEN_VARIABLE} in the environment, or restart the server (without ${TOKEN_VARIABLE}) so "
             f"that it reads {home}/run/{TOKEN_FILE} again"
         ])
-    if status in (404, 405):
-        return f"checked: the server at {origin} takes it"  # an older hookbus: no /ping, past the token
+    if status == 404 and body.startswith(b"hookbus: "):
+        # An older hookbus serve: no /ping, but it answers 404 only past the token check.
+        return f"checked: the server at {origin} takes it (an older hookbus serve, which does not say its home)"
+    if status == 404:
+        raise ImportFailed([f"--http {origin}: what answers there is not a hookbus serve --http (it has no GET /ping)"])
     if status != 200:
         return None
     try:

@@ -22,9 +22,9 @@ and a connection that finds every other with a request in flight.
 
 Connections: past the regular limit, a new one makes room by closing another: one that
 was refused (401, 403), then one that never sent a good token and has been silent past
-GRACE_SECONDS, then the longest idle keep-alive connection (token or not), then the
-oldest that has not sent a good token yet. A new connection is not taken for tokenless
-before its headers can arrive: Claude Code may pause between connecting and sending.
+GRACE_SECONDS, then the longest idle keep-alive connection. One that has not sent a good
+token yet is never closed for another within its grace: Claude Code may pause between
+connecting and sending, so new connections wait in the kernel's queue meanwhile.
 
 At SIGTERM: no new connection; idle ones are closed; a request already arriving is given
 until its deadline, then run and answered. No connection is closed without an answer
@@ -49,7 +49,13 @@ import h11
 from hookbus.serve.claudehttp import ClaudeCodeEndpoint, Reply
 from hookbus.serve.httpconfig import accepted_hosts, host_header
 from hookbus.reporting import ReportOnce
-from hookbus.serve.server import BUFFER_BUDGET_BYTES, MEMORY_BUDGET_BYTES, request_cost
+from hookbus.serve.server import (
+    ACCEPT_BACKOFF_SECONDS,
+    ACCEPTS_PER_WAKEUP,
+    BUFFER_BUDGET_BYTES,
+    MEMORY_BUDGET_BYTES,
+    request_cost,
+)
 
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
@@ -86,10 +92,6 @@ BUSY_SHARE = 8
 #: Code may pause about 50 ms between connecting and sending. Until then, no other new
 #: connection is accepted for its sake.
 GRACE_SECONDS = 0.5
-#: Connections accepted per wake-up of the listening socket, so a flood yields to requests.
-ACCEPTS_PER_WAKEUP = 64
-#: How long accepting pauses when the process is out of file descriptors.
-ACCEPT_BACKOFF_SECONDS = 0.1
 #: The rank of a new connection within its grace: never closed for another.
 FRESH = 3
 #: The kernel hands over a new connection only once its first bytes arrive, or after this
@@ -311,13 +313,6 @@ class HttpListener:
         most = min(MAX_CONNECTIONS, self._descriptor_share)
         return most - max(1, most // BUSY_SHARE), most
 
-    def admit(self, connection: _HttpConnection) -> bool:
-        """Whether a connection just set up may stay (room was made when it was accepted)."""
-        if len(self.connections) >= self.connection_limits()[1]:
-            return False
-        self.connections[connection] = None
-        return True
-
     def _victim(self, now: float) -> _HttpConnection | None:
         """The connection to close for a new one; None when none may go (a new connection
         within its grace is never closed for another: accepting waits instead)."""
@@ -406,11 +401,8 @@ class _HttpConnection(asyncio.Protocol):
             # The kernel held it back until its first bytes or DEFER_ACCEPT_SECONDS: with
             # none, it has been silent that long already, past its grace.
             self.opened -= GRACE_SECONDS
-        if not self._listener.admit(self):
-            transport.write(_raw(503, "too many connections; nothing was run"))
-            transport.close()
-            self._transport = None
-            return
+        # Room was made before it was accepted (``_make_room``, which counts it meanwhile).
+        self._listener.connections[self] = None
         transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -440,7 +432,8 @@ class _HttpConnection(asyncio.Protocol):
         first; None when it may not (a request on it is in flight). A connection that was
         refused; then one that never sent a good token, silent for longer than
         GRACE_SECONDS, oldest first; then a keep-alive one with nothing in flight, the
-        longest idle first; then one that has not sent a good token yet, oldest first."""
+        longest idle first. One that has not sent a good token yet and is within its grace
+        (or has bytes the loop has not read) ranks FRESH: never closed for another."""
         if self._closing:
             return 0, self.opened
         if not self.trusted:
