@@ -69,7 +69,7 @@ CLAUDE_BODY = json.dumps(
     },
     separators=(",", ":"),
 ).encode()
-#: The same call as the bridge hands it to the bus (hookbus.claude_names.envelope_to_vix),
+#: The same call as the bridge hands it to the bus (hookbus.dialects.claude_names.envelope_to_vix),
 #: as one JSON-RPC emit line for the Unix socket.
 VIX_ENVELOPE: dict[str, Any] = {
     "session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp", "tool_name": "bash",

@@ -40,15 +40,15 @@ if TYPE_CHECKING:
     from hookbus.recording import BackgroundWriter
     from hookbus.runners import (
         CancelToken,
+        Hook,
         HookCall,
         ParseContext,
         Runner,
         RunnerRegistration,
         check_runnable,
     )
-    from hookbus.spec import Hook, HookSpec, Trigger
-
-__version__ = "0.1.0"
+    from hookbus.spec import HookSpec, Trigger
+    from hookbus.policy.plugintrust import HOOKBUS_VERSION as __version__
 
 _WHERE = {
     "HookBus": "hookbus.bus",
@@ -88,7 +88,7 @@ _WHERE = {
     "Runner": "hookbus.runners",
     "RunnerRegistration": "hookbus.runners",
     "check_runnable": "hookbus.runners",
-    "Hook": "hookbus.spec",
+    "Hook": "hookbus.runners",
     "HookSpec": "hookbus.spec",
     "Trigger": "hookbus.spec",
     "hookimpl": "hookbus.hookspecs",
@@ -143,6 +143,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # kept where the engine reads it without importing this package
+        from hookbus.policy.plugintrust import HOOKBUS_VERSION
+
+        globals()[name] = HOOKBUS_VERSION
+        return HOOKBUS_VERSION
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'hookbus' has no attribute {name!r}")

@@ -32,7 +32,7 @@ from hookbus.recorders import Recorders
 from hookbus.records import EmitRecord, RunRecord, emit_record, envelope_tool_name, utc_timestamp
 from hookbus.redaction import install_log_redaction
 from hookbus.runners import RunnerTable
-from hookbus.stopguard import StopMemory
+from hookbus.dialects.stopguard import StopMemory
 from hookbus.workers import finished as _done
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from hookbus.plugins import PluginInfo, PluginPolicy
     from hookbus.registry import Snapshot
     from hookbus.settings import Settings
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
 logger = logging.getLogger("hookbus")
 

@@ -12,7 +12,7 @@ import re
 import signal
 from typing import Any
 
-from hookbus.claude_output import UNDERSTOOD, ForeignDecisionError, is_foreign, outcome_from_foreign
+from hookbus.dialects.claude_output import UNDERSTOOD, ForeignDecisionError, is_foreign, outcome_from_foreign
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
 from hookbus.errors import json_limit_message
 from hookbus.jsontext import LONE_SURROGATE, DuplicateKeyError, unique_keys

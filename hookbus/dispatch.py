@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from hookbus.merge import Run
     from hookbus.prompts import PromptRequest, PromptResult
     from hookbus.settings import Settings
-    from hookbus.spec import Hook
-    from hookbus.stopguard import StopMemory
+    from hookbus.runners import Hook
+    from hookbus.dialects.stopguard import StopMemory
     from hookbus.workers import AsyncWorkers, ElasticThreads, StartedJob
 
 logger = logging.getLogger("hookbus")
@@ -290,7 +290,7 @@ class Dispatcher:
         spec = hook.spec
         hook_env: Mapping[str, str] = spec.env
         if spec.dialect is not None:
-            from hookbus.dialect import in_dialect
+            from hookbus.dialects.claude_hooks import in_dialect
 
             envelope, payload, hook_env = in_dialect(hook, event, envelope, settings, str(self._home.root), self._stops)
         if self._extra_env:
@@ -312,7 +312,7 @@ class Dispatcher:
             if not isinstance(outcome, Outcome):
                 raise TypeError(f"run() returned {type(outcome).__name__}, not an Outcome")
             if spec.dialect is not None and outcome.input is not None and "tool_name" in envelope:
-                from hookbus.dialect import input_from_dialect
+                from hookbus.dialects.claude_hooks import input_from_dialect
 
                 outcome = input_from_dialect(envelope, outcome, settings)
         except (Exception, SystemExit) as exc:  # a plugin's bug never reaches the embedder

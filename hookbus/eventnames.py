@@ -36,8 +36,8 @@ def suggest_event(event: str) -> tuple[str, str] | None:
             return name, ""
     # Hosts' names for the same events: a Claude Code or Gemini CLI user types their own.
     # (Lazily: these modules are the bridges', on built-in modules only.)
-    from hookbus.claude_names import VIX_EVENT as CLAUDE_EVENTS
-    from hookbus.gemini_names import VIX_EVENT as GEMINI_EVENTS
+    from hookbus.dialects.claude_names import VIX_EVENT as CLAUDE_EVENTS
+    from hookbus.dialects.gemini_names import VIX_EVENT as GEMINI_EVENTS
 
     for host, names in (("Claude Code", CLAUDE_EVENTS), ("Gemini CLI", GEMINI_EVENTS)):
         for theirs, ours in names.items():

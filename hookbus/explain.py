@@ -21,7 +21,7 @@ from hookbus.registry import Snapshot
 
 if TYPE_CHECKING:
     from hookbus.merge import Merged
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
     #: Runs the given hooks as an emit does, telling the list what it merged.
     Fire = Callable[[list[Hook], list[Merged]], Decision]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import pluggy
 
 if TYPE_CHECKING:
-    from hookbus.bus import HookBus
     from hookbus.decision import Decision, HookResult
     from hookbus.errors import Problem
     from hookbus.home import Home
@@ -18,6 +17,15 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("hookbus")
 hookimpl = pluggy.HookimplMarker("hookbus")
+
+
+class HookBus(Protocol):
+    """The ``bus`` argument: the ``hookbus.HookBus`` that calls the hook. Only its home is
+    named here, so that the contract does not import the bus that loads it; an
+    implementation may annotate ``bus: hookbus.HookBus`` and use all of it."""
+
+    @property
+    def home(self) -> Home: ...
 
 
 @hookspec

@@ -19,16 +19,15 @@ from typing import TYPE_CHECKING, Iterable, Literal
 
 import attrs
 
-from hookbus.claude_names import ToolNames
+from hookbus.dialects.claude_names import ToolNames
 from hookbus.errors import Problem, SpecError, SpecErrors
 from hookbus.files import LoadError, SpecFile, decode_document, is_ignored_name, is_part_of_hook, read_spec_file
 from hookbus.home import Home
 from hookbus.permissions import check_permissions
 from hookbus.policy.scripts import check_scripts
 from hookbus.registry import SPEC_NAMES, Snapshot
-from hookbus.runners import ParseContext, RunnerTable
 from hookbus.settings import Settings, load_settings
-from hookbus.spec import Hook, parse_hook
+from hookbus.runners import Hook, ParseContext, RunnerTable, parse_hook
 from hookbus.terminal import UNPRINTABLE, printable
 from hookbus.trust import STATE_FILES, Findings, entry_refusals, path_refusal
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from hookbus.plugins import PluginInfo
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
 logger = logging.getLogger("hookbus")
 

@@ -17,7 +17,7 @@ import pluggy
 from hookbus import hookspecs
 from hookbus.entrypoints import EntryPoint, entry_points
 from hookbus.errors import PluginError, Problem, did_you_mean
-from hookbus.policy.plugintrust import BUILTIN_PLUGINS, HOOKBUS_DISTRIBUTION, import_builtin, import_trusted, trusted_path
+from hookbus.policy.plugintrust import BUILTIN_PLUGINS, HOOKBUS_DISTRIBUTION, HOOKBUS_VERSION, import_builtin, import_trusted, trusted_path
 from hookbus.runners import RunnerTable
 
 if TYPE_CHECKING:
@@ -271,10 +271,8 @@ def _candidates(discovered: Sequence[EntryPoint]) -> list[_Candidate]:
     """The built-in plugins, from hookbus's own installation whatever was discovered, and
     every discovered entry point, in name order; one that takes a built-in plugin's name
     is refused (the built-in one's own entry point aside)."""
-    from hookbus import __version__
-
     candidates = [
-        _Candidate(EntryPoint(name, module, HOOKBUS_DISTRIBUTION, __version__), builtin=True)
+        _Candidate(EntryPoint(name, module, HOOKBUS_DISTRIBUTION, HOOKBUS_VERSION), builtin=True)
         for name, module in BUILTIN_PLUGINS.items()
     ]
     for entry_point in discovered:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from hookbus.home import Home
     from hookbus.plugins import PluginPolicy
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
     from hookbus.runners import RunnerTable
     from hookbus.watch import ChangeSet, HomeWatcher
 

@@ -16,7 +16,7 @@ from hookbus.errors import Problem
 from hookbus.events import EVENTS
 from hookbus.matching import Regex, compile_regex, encode
 from hookbus.settings import Settings
-from hookbus.spec import Hook
+from hookbus.runners import Hook
 
 SPEC_NAMES: tuple[tuple[str, str], ...] = (("hook.json", "json"), ("hook.yaml", "yaml"))
 

@@ -1,4 +1,9 @@
-"""What an action runner is, what it receives for one fire, and how runners claim spec keys."""
+"""What an action runner is, what it receives for one fire (a ``HookCall`` of a loaded
+``Hook``), and how runners claim spec keys: ``parse_hook`` makes a Hook of a hook.json
+document, its action parsed by the runner that claimed its key.
+
+The loaded Hook lives here, beside the runner it holds and the call its runner gets, so
+that ``hookbus.spec`` (the document's model and checks) needs nothing of runners."""
 
 from __future__ import annotations
 
@@ -12,17 +17,41 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import attrs
 
 from hookbus.cancel import CancelToken as CancelToken  # re-exported: runners take it from here
-from hookbus.errors import PluginError, SpecError, shorten
+from hookbus.durations import parse_duration
+from hookbus.errors import PluginError, SpecError, SpecErrors, reroot, shorten
 from hookbus.errors import check_runnable as check_runnable  # re-exported: runners call it from parse
+from hookbus.jsontext import json_type_name
+from hookbus.spec import (
+    SCHEMA_KEY,
+    SPEC_FIELD_SET,
+    SPEC_FIELDS,
+    HookSpec,
+    build_spec,
+    check_spec_fields,
+    unknown_field_errors,
+)
 
 if TYPE_CHECKING:
     from hookbus.decision import Outcome
     from hookbus.home import Home
+    from hookbus.matching import Matcher
     from hookbus.prompts import PromptRequest, PromptResult
+    from hookbus.records import Tier
     from hookbus.settings import Settings
-    from hookbus.spec import Hook
 
     PromptSender = Callable[[PromptRequest], PromptResult]
+
+
+#: Who provides the action keys users are likely to write, for "no runner" messages.
+KNOWN_PROVIDERS: dict[str, str] = {
+    "command": "the built-in plugin 'command' (module hookbus_command)",
+    "workflow": "the built-in plugin 'workflow' (module hookbus_workflow)",
+    "workflow_id": "the built-in plugin 'workflow' (module hookbus_workflow)",
+    "prompt": "the built-in plugin 'prompt' (module hookbus_prompt)",
+    "http": "the plugin 'http' (pip install hookbus-http)",
+}
+#: Keys that are mutually exclusive spellings of one action, with a message of their own.
+EXCLUSIVE_PAIRS: tuple[tuple[str, str], ...] = (("workflow_id", "workflow"),)
 
 
 #: ``$NAME`` or ``${NAME}``, as os.path.expandvars reads them.
@@ -103,6 +132,39 @@ class Runner(Protocol):
 
     # Optional: ``def schema(self, key: str) -> dict`` returns the JSON Schema of the value
     # under ``key`` for ``hookbus schema`` (``hookbus.schema.schema_of(OptionsClass)``).
+
+
+@attrs.frozen
+class Hook:
+    """A loaded hook: its spec, where it lives, and what a load could precompute."""
+
+    spec: HookSpec
+    directory: Path
+    source: Path
+    matcher: Matcher
+    #: Seconds, from ``spec.timeout``.
+    timeout: float
+    runner: Runner = attrs.field(eq=False, repr=False)
+    runner_plugin: str = ""
+    #: What the runner's ``parse`` returned.
+    options: Any = attrs.field(default=None, eq=False)
+    #: Whose hook this is: "user" (the home), "managed" (the organization's managed
+    #: directory) or "builtin" (hookbus's own home guard).
+    tier: Tier = "user"
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def event(self) -> str:
+        return self.spec.trigger.event
+
+    #: ``spec.mode == "sync"``, kept as a plain attribute for the emit path.
+    is_sync: bool = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "is_sync", self.spec.mode == "sync")
 
 
 @attrs.frozen
@@ -257,8 +319,6 @@ class RunnerRegistration:
 
     def add(self, key: str, runner: Runner) -> None:
         """Make ``"<key>": ...`` in a hook spec run through ``runner``."""
-        from hookbus.spec import SPEC_FIELDS
-
         if not key or not isinstance(key, str):
             raise PluginError(f"plugin {self.plugin!r} registered an empty runner key")
         if key in SPEC_FIELDS:
@@ -266,3 +326,93 @@ class RunnerRegistration:
                 f"plugin {self.plugin!r} cannot register runner key {key!r}: it is a hook field"
             )
         self._table._add(key, runner, self.plugin)
+
+def parse_hook(
+    document: Any,
+    *,
+    source: Path,
+    runners: RunnerTable,
+    context: ParseContext,
+) -> Hook:
+    """Validate a decoded hook document into a Hook; SpecErrors lists everything wrong."""
+    directory = context.hook_dir
+    directory_name = directory.name
+    if not isinstance(document, dict):
+        raise SpecErrors(
+            [SpecError(f"expected an object at the top level, got {json_type_name(document)}")]
+        )
+    base: dict[str, Any] = {}
+    candidates: list[str] = []
+    unknown: list[str] = []
+    schema_errors: list[SpecError] = []
+    for key, value in document.items():
+        if key in SPEC_FIELD_SET:
+            base[key] = value
+        elif key == SCHEMA_KEY:
+            if not isinstance(value, str):
+                message = (
+                    f"expected a string, got {json_type_name(value)}: the path or URL of the "
+                    'JSON Schema, for editors (e.g. "../../hook.schema.json", written by '
+                    "`hookbus schema > HOME/hook.schema.json`), or leave it out"
+                )
+                schema_errors.append(SpecError(message, f"$.{SCHEMA_KEY}"))
+        elif runners.get(key) is not None or key in KNOWN_PROVIDERS:
+            candidates.append(key)
+        else:
+            unknown.append(key)
+    action_key, errors = _check_actions(candidates, runners)
+    errors += schema_errors
+    if unknown:
+        known = (*SPEC_FIELDS, SCHEMA_KEY, *runners.keys())
+        errors += unknown_field_errors(unknown, known, "$", plugin_hint=not candidates)
+    fields, matcher, problems = check_spec_fields(base, directory_name, context.settings.raw)
+    errors += problems
+    options: Any = None
+    entry = runners.get(action_key) if action_key else None
+    if entry is not None and action_key is not None:
+        try:
+            options = entry.runner.parse(action_key, document[action_key], context)
+        except SpecErrors as exc:
+            errors += [SpecError(e.message, reroot(e.location, f"$.{action_key}")) for e in exc.errors]
+        except SpecError as exc:
+            errors.append(SpecError(exc.message, reroot(exc.location, f"$.{action_key}")))
+    if errors:
+        raise SpecErrors(errors)
+    # Each of these is None only when an error about it was added above.
+    assert fields is not None and entry is not None and action_key is not None and matcher is not None
+    spec = build_spec(fields, directory_name, action_key, document[action_key])
+    return Hook(
+        spec=spec,
+        directory=directory,
+        source=source,
+        matcher=matcher,
+        timeout=parse_duration(spec.timeout),
+        runner=entry.runner,
+        runner_plugin=entry.plugin,
+        options=options,
+    )
+
+
+def _check_actions(
+    candidates: list[str], runners: RunnerTable
+) -> tuple[str | None, list[SpecError]]:
+    """The one action key among ``candidates``, or the errors that say why there isn't one."""
+    for first, second in EXCLUSIVE_PAIRS:
+        if first in candidates and second in candidates:
+            message = f"{first} and {second} are mutually exclusive: keep one"
+            return None, [SpecError(message, f"$.{second}")]
+    if len(candidates) > 1:
+        names = ", ".join(candidates)
+        return None, [SpecError(f"more than one action ({names}): a hook runs exactly one", "$")]
+    if not candidates:
+        keys = list(dict.fromkeys(["command", "workflow_id", "workflow", "prompt", *runners.keys()]))
+        return None, [SpecError(f"no action: set exactly one of {', '.join(keys)}", "$")]
+    key = candidates[0]
+    if runners.get(key) is None:
+        provider = KNOWN_PROVIDERS[key]
+        message = (
+            f"no runner for {key!r}: it is provided by {provider}, which is not installed "
+            "or is disabled (see `hookbus plugins`)"
+        )
+        return None, [SpecError(message, f"$.{key}")]
+    return key, []

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import Any, Literal, Mapping
 
 import attrs
 
@@ -13,12 +12,9 @@ from hookbus.jsontext import json_type_name
 from hookbus.durations import not_a_duration_message, parse_duration
 from hookbus.errors import SpecError, SpecErrors, check_runnable, did_you_mean, reroot, shorten
 from hookbus.events import BLOCKING_EVENTS, EVENT_NAMES, EVENTS
-from hookbus.claude_names import claude_matcher, tool_names
+from hookbus.dialects.claude_names import claude_matcher, tool_names
 from hookbus.matching import Matcher, compile_matcher, compile_regex, encode
 
-if TYPE_CHECKING:
-    from hookbus.records import Tier
-    from hookbus.runners import ParseContext, Runner, RunnerTable
 
 Mode = Literal["sync", "async"]
 MODES: tuple[str, ...] = ("sync", "async")
@@ -30,16 +26,6 @@ DIALECTS: tuple[str, ...] = ("claude-code",)
 DEFAULT_SYNC_TIMEOUT = "5s"
 DEFAULT_ASYNC_TIMEOUT = "10m"
 
-#: Who provides the action keys users are likely to write, for "no runner" messages.
-KNOWN_PROVIDERS: dict[str, str] = {
-    "command": "the built-in plugin 'command' (module hookbus_command)",
-    "workflow": "the built-in plugin 'workflow' (module hookbus_workflow)",
-    "workflow_id": "the built-in plugin 'workflow' (module hookbus_workflow)",
-    "prompt": "the built-in plugin 'prompt' (module hookbus_prompt)",
-    "http": "the plugin 'http' (pip install hookbus-http)",
-}
-#: Keys that are mutually exclusive spellings of one action, with a message of their own.
-EXCLUSIVE_PAIRS: tuple[tuple[str, str], ...] = (("workflow_id", "workflow"),)
 #: Where an editor finds the JSON Schema of the file (``hookbus schema``), as JSON Schema
 #: itself spells it. The bus never reads what it names: a string, and nothing else.
 SCHEMA_KEY = "$schema"
@@ -52,7 +38,7 @@ class Trigger:
 
 
 @attrs.frozen
-class _SpecFields:
+class HookSpecFields:
     """Every field of hook.json except the action, as cattrs structures it."""
 
     trigger: Trigger
@@ -70,7 +56,7 @@ class _SpecFields:
     shadow: bool = False
 
 
-SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(_SpecFields))
+SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(HookSpecFields))
 #: The JSON type each field must have, for the fast path of ``_structure_fields``.
 _FIELD_TYPES: dict[str, type] = {
     "id": str, "name": str, "enabled": bool, "mode": str, "blocking": bool,
@@ -78,8 +64,8 @@ _FIELD_TYPES: dict[str, type] = {
 }
 
 
-def _structure_fields(base: dict[str, Any]) -> _SpecFields:
-    """``_SpecFields`` from the base fields. The common, well-typed spec is built directly
+def _structure_fields(base: dict[str, Any]) -> HookSpecFields:
+    """``HookSpecFields`` from the base fields. The common, well-typed spec is built directly
     (a load of 1,000 hooks spends most of its time here); anything else goes through the
     strict converter, which says what is wrong and where."""
     trigger = base.get("trigger")
@@ -90,14 +76,14 @@ def _structure_fields(base: dict[str, Any]) -> _SpecFields:
         and all(type(value) is _FIELD_TYPES.get(key) for key, value in base.items() if key != "trigger")
     ):
         rest = {key: value for key, value in base.items() if key != "trigger"}
-        return _SpecFields(Trigger(trigger["event"], trigger.get("matcher", "")), **rest)
-    return structure(base, _SpecFields)
+        return HookSpecFields(Trigger(trigger["event"], trigger.get("matcher", "")), **rest)
+    return structure(base, HookSpecFields)
 
 
-_SPEC_FIELD_SET = frozenset(SPEC_FIELDS)
+SPEC_FIELD_SET = frozenset(SPEC_FIELDS)
 #: Optional string fields whose default is None: a JSON null must not pass for leaving them out.
 _NONE_MEANS_ABSENT: tuple[str, ...] = tuple(
-    field.name for field in attrs.fields(_SpecFields) if field.default is None
+    field.name for field in attrs.fields(HookSpecFields) if field.default is None
 )
 TRIGGER_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(Trigger))
 
@@ -131,40 +117,7 @@ class HookSpec:
     shadow: bool = False
 
 
-@attrs.frozen
-class Hook:
-    """A loaded hook: its spec, where it lives, and what a load could precompute."""
-
-    spec: HookSpec
-    directory: Path
-    source: Path
-    matcher: Matcher
-    #: Seconds, from ``spec.timeout``.
-    timeout: float
-    runner: Runner = attrs.field(eq=False, repr=False)
-    runner_plugin: str = ""
-    #: What the runner's ``parse`` returned.
-    options: Any = attrs.field(default=None, eq=False)
-    #: Whose hook this is: "user" (the home), "managed" (the organization's managed
-    #: directory) or "builtin" (hookbus's own home guard).
-    tier: Tier = "user"
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-    @property
-    def event(self) -> str:
-        return self.spec.trigger.event
-
-    #: ``spec.mode == "sync"``, kept as a plain attribute for the emit path.
-    is_sync: bool = attrs.field(init=False, eq=False, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "is_sync", self.spec.mode == "sync")
-
-
-def _unknown_keys(
+def unknown_field_errors(
     keys: list[str], allowed: tuple[str, ...], location: str, plugin_hint: bool = False
 ) -> list[SpecError]:
     errors = []
@@ -177,33 +130,8 @@ def _unknown_keys(
     return errors
 
 
-def _check_actions(
-    candidates: list[str], runners: RunnerTable
-) -> tuple[str | None, list[SpecError]]:
-    """The one action key among ``candidates``, or the errors that say why there isn't one."""
-    for first, second in EXCLUSIVE_PAIRS:
-        if first in candidates and second in candidates:
-            message = f"{first} and {second} are mutually exclusive: keep one"
-            return None, [SpecError(message, f"$.{second}")]
-    if len(candidates) > 1:
-        names = ", ".join(candidates)
-        return None, [SpecError(f"more than one action ({names}): a hook runs exactly one", "$")]
-    if not candidates:
-        keys = list(dict.fromkeys(["command", "workflow_id", "workflow", "prompt", *runners.keys()]))
-        return None, [SpecError(f"no action: set exactly one of {', '.join(keys)}", "$")]
-    key = candidates[0]
-    if runners.get(key) is None:
-        provider = KNOWN_PROVIDERS[key]
-        message = (
-            f"no runner for {key!r}: it is provided by {provider}, which is not installed "
-            "or is disabled (see `hookbus plugins`)"
-        )
-        return None, [SpecError(message, f"$.{key}")]
-    return key, []
-
-
 def _check_semantics(
-    fields: _SpecFields, directory_name: str, settings_document: Mapping[str, Any]
+    fields: HookSpecFields, directory_name: str, settings_document: Mapping[str, Any]
 ) -> tuple[Matcher | None, list[SpecError]]:
     """The compiled matcher, and every rule the fields break."""
     errors: list[SpecError] = []
@@ -302,48 +230,16 @@ def _check_env(env: dict[str, Any]) -> list[SpecError]:
     return errors
 
 
-def parse_hook(
-    document: Any,
-    *,
-    source: Path,
-    runners: RunnerTable,
-    context: ParseContext,
-) -> Hook:
-    """Validate a decoded hook document into a Hook; SpecErrors lists everything wrong."""
-    directory = context.hook_dir
-    directory_name = directory.name
-    if not isinstance(document, dict):
-        raise SpecErrors(
-            [SpecError(f"expected an object at the top level, got {json_type_name(document)}")]
-        )
-    base: dict[str, Any] = {}
-    candidates: list[str] = []
-    unknown: list[str] = []
-    schema_errors: list[SpecError] = []
-    for key, value in document.items():
-        if key in _SPEC_FIELD_SET:
-            base[key] = value
-        elif key == SCHEMA_KEY:
-            if not isinstance(value, str):
-                message = (
-                    f"expected a string, got {json_type_name(value)}: the path or URL of the "
-                    'JSON Schema, for editors (e.g. "../../hook.schema.json", written by '
-                    "`hookbus schema > HOME/hook.schema.json`), or leave it out"
-                )
-                schema_errors.append(SpecError(message, f"$.{SCHEMA_KEY}"))
-        elif runners.get(key) is not None or key in KNOWN_PROVIDERS:
-            candidates.append(key)
-        else:
-            unknown.append(key)
-    action_key, errors = _check_actions(candidates, runners)
-    errors += schema_errors
-    if unknown:
-        known = (*SPEC_FIELDS, SCHEMA_KEY, *runners.keys())
-        errors += _unknown_keys(unknown, known, "$", plugin_hint=not candidates)
+def check_spec_fields(
+    base: dict[str, Any], directory_name: str, settings_document: Mapping[str, Any]
+) -> tuple[HookSpecFields | None, Matcher | None, list[SpecError]]:
+    """The fields of hook.json but the action (``base``), structured; the compiled matcher;
+    and every error they hold. Neither is None unless an error says why."""
+    errors: list[SpecError] = []
     trigger = base.get("trigger")
     if isinstance(trigger, dict):
         unknown = [key for key in trigger if key not in TRIGGER_FIELDS]
-        errors += _unknown_keys(unknown, TRIGGER_FIELDS, "$.trigger")
+        errors += unknown_field_errors(unknown, TRIGGER_FIELDS, "$.trigger")
         base["trigger"] = {k: v for k, v in trigger.items() if k in TRIGGER_FIELDS}
     for key in _NONE_MEANS_ABSENT:
         if key in base and base[key] is None:  # the model's None is "absent", not JSON null
@@ -353,36 +249,26 @@ def parse_hook(
         # The converter would only say "expected a string"; `"timeout": 60` deserves the
         # string it most likely meant.
         errors.append(SpecError(not_a_duration_message(base.pop("timeout")), "$.timeout"))
-    fields: _SpecFields | None = None
+    fields: HookSpecFields | None = None
     try:
         fields = _structure_fields(base)
     except SpecErrors as exc:
         errors += exc.errors
     matcher: Matcher | None = None
     if fields is not None:
-        matcher, problems = _check_semantics(fields, directory_name, context.settings.raw)
+        matcher, problems = _check_semantics(fields, directory_name, settings_document)
         errors += problems
-    options: Any = None
-    entry = runners.get(action_key) if action_key else None
-    if entry is not None and action_key is not None:
-        try:
-            options = entry.runner.parse(action_key, document[action_key], context)
-        except SpecErrors as exc:
-            errors += [SpecError(e.message, reroot(e.location, f"$.{action_key}")) for e in exc.errors]
-        except SpecError as exc:
-            errors.append(SpecError(exc.message, reroot(exc.location, f"$.{action_key}")))
-    if errors:
-        raise SpecErrors(errors)
-    # Each of these is None only when an error about it was added above.
-    assert fields is not None and entry is not None and action_key is not None and matcher is not None
-    timeout = fields.timeout or (
-        DEFAULT_SYNC_TIMEOUT if fields.mode == "sync" else DEFAULT_ASYNC_TIMEOUT
-    )
-    spec = HookSpec(
+    return fields, matcher, errors
+
+
+def build_spec(fields: HookSpecFields, directory_name: str, action_key: str, action: Any) -> HookSpec:
+    """The HookSpec of checked fields and the action, its defaults filled in."""
+    timeout = fields.timeout or (DEFAULT_SYNC_TIMEOUT if fields.mode == "sync" else DEFAULT_ASYNC_TIMEOUT)
+    return HookSpec(
         id=fields.id or directory_name,
         trigger=fields.trigger,
         action_key=action_key,
-        action=document[action_key],
+        action=action,
         name=fields.name,
         enabled=fields.enabled,
         mode="sync" if fields.mode == "sync" else "async",
@@ -394,14 +280,4 @@ def parse_hook(
         dialect=fields.dialect,
         env=MappingProxyType(dict(fields.env)),
         shadow=fields.shadow,
-    )
-    return Hook(
-        spec=spec,
-        directory=directory,
-        source=source,
-        matcher=matcher,
-        timeout=parse_duration(timeout),
-        runner=entry.runner,
-        runner_plugin=entry.plugin,
-        options=options,
     )

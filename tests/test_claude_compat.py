@@ -21,7 +21,7 @@ import pytest
 from conftest import HookWriter, read_log, turn_off_home_guard
 from hookbus import HookBus
 from hookbus.hosts.bridge import claude_output
-from hookbus.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, ToolNames, envelope_to_claude, envelope_to_vix
+from hookbus.dialects.claude_names import CLAUDE_EVENT, DEFAULT_NAMES, ToolNames, envelope_to_claude, envelope_to_vix
 from servekit import BUILT_INS, Served, environment, imported_modules
 
 pytestmark = pytest.mark.timeout(60)

@@ -54,7 +54,7 @@ def test_every_bound_is_the_one_the_code_enforces() -> None:
     from hookbus.recording import MAX_QUEUE, MAX_QUEUE_BYTES
     from hookbus.serve import server
     from hookbus.serve.rendezvous import MAX_LINE_BYTES, START_WINDOW_SECONDS
-    from hookbus.stopguard import DIGEST_BYTES, MAX_REMEMBERED
+    from hookbus.dialects.stopguard import DIGEST_BYTES, MAX_REMEMBERED
     from hookbus.workers import MAX_ASYNC_BYTES, MAX_ASYNC_JOBS
 
     assert bound("an envelope's nesting").startswith(f"{MAX_NESTING:,} levels")

@@ -23,8 +23,8 @@ from conftest import read_log, turn_off_home_guard
 from hookbus.hosts.bridge import GEMINI_CLI, gemini_output
 from hookbus.hosts.install import GEMINI_CLI as GEMINI_INSTALL
 from hookbus.hosts.install import install_bridge, is_bridge_command
-from hookbus.claude_names import envelope_to_vix
-from hookbus.gemini_names import GEMINI_EVENT, GEMINI_TOOLS, VIX_EVENT
+from hookbus.dialects.claude_names import envelope_to_vix
+from hookbus.dialects.gemini_names import GEMINI_EVENT, GEMINI_TOOLS, VIX_EVENT
 from servekit import Served, environment
 
 pytestmark = pytest.mark.timeout(90)

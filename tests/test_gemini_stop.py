@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
-from hookbus import stopguard
+from hookbus.dialects import stopguard
 from hookbus.hosts.bridge import GEMINI_CLI
 from servekit import Served, environment
 

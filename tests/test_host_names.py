@@ -12,7 +12,7 @@ import pytest
 
 from conftest import HookWriter
 from hookbus import HookBus
-from hookbus.claude_names import dialect_environment
+from hookbus.dialects.claude_names import dialect_environment
 
 MakeBus = Callable[..., HookBus]
 

@@ -18,7 +18,7 @@ from hookbus.policy.scripts import script_uses as script_uses
 from hookbus.policy.scripts import split_words as split_words
 
 if TYPE_CHECKING:
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
 
 def script_findings(hook: Hook, home_root: Path, strict_modes: bool = True) -> list[str]:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from hookbus.cli.logfilter import LogFilter
     from hookbus.records import RunRecord
     from hookbus.registry import Snapshot
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
 #: How many of the latest records each poll of `log --follow` looks at, on other backends.
 FOLLOW_WINDOW = 500

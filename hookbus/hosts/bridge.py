@@ -21,8 +21,8 @@ a failure no fail-closed hook could have caught. Built-in modules only:
 
 from __future__ import annotations
 
-from hookbus import claude_names, gemini_names
-from hookbus.claude_names import DEFAULT_NAMES, ToolNames, envelope_to_vix
+from hookbus.dialects import claude_names, gemini_names
+from hookbus.dialects.claude_names import DEFAULT_NAMES, ToolNames, envelope_to_vix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ class GeminiHost(Host):
         CLI sends false on every AfterAgent, even after a hook kept the agent going, and a
         gate that trusted it would keep the agent going until Gemini's loop detector stops
         it. So the envelope says ``true`` when the last AfterAgent of the session was
-        answered "go on" (``hookbus.stopguard``'s memory on disk, which every hook sees,
+        answered "go on" (``hookbus.dialects.stopguard``'s memory on disk, which every hook sees,
         native or dialect, in-process or through a server), and no flag otherwise, as
         where the bus keeps one (a gate that finds none may count its own blocks, as
         contrib's cc-stop-gate does). A true from Gemini CLI is kept."""
@@ -246,7 +246,7 @@ class GeminiHost(Host):
             return request
         envelope = request[1]
         if envelope.get("stop_hook_active") is not True:
-            from hookbus.stopguard import remembered_stop
+            from hookbus.dialects.stopguard import remembered_stop
 
             envelope.pop("stop_hook_active", None)
             if remembered_stop(environ, "Stop", envelope):
@@ -260,7 +260,7 @@ class GeminiHost(Host):
         if event == "Stop":
             import os
 
-            from hookbus.stopguard import remember_stop
+            from hookbus.dialects.stopguard import remember_stop
 
             continued = bool(decision.get("continue_with"))
             why = remember_stop(os.environ, "Stop", envelope, continued)

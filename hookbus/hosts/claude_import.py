@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from hookbus.hosts.install import CLAUDE_CODE, GEMINI_CLI, install_bridge, is_bridge_command
-from hookbus.claude_names import VIX_EVENT
+from hookbus.dialects.claude_names import VIX_EVENT
 from hookbus.errors import did_you_mean, shorten
 from hookbus.events import EVENTS
 from hookbus.jsontext import json_type_name
@@ -465,7 +465,7 @@ def _validator(home: Home) -> Callable[[str, dict[str, Any]], list[SpecError]]:
     from hookbus.plugins import build_plugin_manager, build_runner_table
     from hookbus.runners import ParseContext
     from hookbus.settings import Settings, load_settings
-    from hookbus.spec import parse_hook
+    from hookbus.runners import parse_hook
 
     manager, _ = build_plugin_manager()
     runners = build_runner_table(manager)

@@ -24,7 +24,7 @@ import stat
 from typing import Any
 from urllib.parse import urlsplit
 
-from hookbus import claude_names
+from hookbus.dialects import claude_names
 from hookbus.hosts.lastresort import GUARD_EVENT, fail_closed_hooks, home_guard_on
 from hookbus.policy.managed import managed_root
 from hookbus.hosts.settingsfile import ImportFailed

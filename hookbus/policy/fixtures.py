@@ -137,7 +137,7 @@ def load_fixture(home_root: Path, hook_id: str, path: Path) -> Fixture:
 
 def _from_claude_code(event: str, envelope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Claude Code's event and envelope as the bridge turns them into vixd's."""
-    from hookbus.claude_names import DEFAULT_NAMES, VIX_EVENT, envelope_to_vix
+    from hookbus.dialects.claude_names import DEFAULT_NAMES, VIX_EVENT, envelope_to_vix
 
     vix_event = VIX_EVENT.get(event)
     if vix_event is None:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from hookbus.decision import Outcome
 from hookbus.matching import compile_matcher
 from hookbus.policy.homeguard import HomeGuard, ProtectedPlace
-from hookbus.spec import Hook, HookSpec, Trigger
+from hookbus.spec import HookSpec, Trigger
+from hookbus.runners import Hook
 
 if TYPE_CHECKING:
     from hookbus.home import Home

@@ -41,8 +41,10 @@ BUILTIN_PLUGINS: Mapping[str, str] = {
     "resolver": "hookbus_resolver",
     "recorder": "hookbus_recorder",
 }
-#: The distribution that ships them.
+#: The distribution that ships them, and its version (``hookbus.__version__`` is this one:
+#: kept here so that the engine never imports the package that imports all of it).
 HOOKBUS_DISTRIBUTION = "hookbus"
+HOOKBUS_VERSION = "0.1.0"
 
 _import_lock = threading.Lock()
 
@@ -59,9 +61,8 @@ def _real(path: str) -> str:
 def installation_dirs() -> tuple[str, ...]:
     """Where hookbus's own installation keeps its built-in plugins: beside the ``hookbus``
     package (a wheel), or in ``plugins/`` beside it (a source tree, an editable install)."""
-    import hookbus
-
-    parent = os.path.dirname(os.path.dirname(os.path.abspath(hookbus.__file__)))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # hookbus/, from hookbus/policy/
+    parent = os.path.dirname(package)
     return parent, os.path.join(parent, "plugins")
 
 

@@ -47,7 +47,7 @@ from hookbus.permissions import check_permissions
 from hookbus.runners import expand_variables
 
 if TYPE_CHECKING:
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
 #: The variable every hook's process gets for its directory.
 HOOK_DIR_VARIABLE = "HOOKBUS_HOOK_DIR"

@@ -27,7 +27,7 @@ from hookbus.registry import Snapshot
 if TYPE_CHECKING:
     from hookbus.runners import RunnerTable
     from hookbus.settings import Settings
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
 
 
 #: What the tier of a process that runs code the environment chose says (``identity``).

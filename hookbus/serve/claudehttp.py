@@ -37,7 +37,7 @@ from hookbus.hosts.lastresort import BLOCKING_EVENTS, last_resort
 if TYPE_CHECKING:
     from hookbus.bus import HookBus
     from hookbus.decision import Decision
-    from hookbus.spec import Hook
+    from hookbus.runners import Hook
     from hookbus.registry import EventIndex
     from hookbus.workers import ElasticThreads
 

@@ -10,7 +10,7 @@ recorded or counted, never silently dropped, and never makes an emit wait for ro
   ``MAX_ASYNC_JOBS``), in process and through a real ``hookbus serve``: RSS grows by less
   than the bound plus ``SLACK_MIB``, where unbounded it grew by some 200 MiB; a fire past it
   is recorded as not run.
-- The Stop memory (``hookbus.stopguard``): a fixed-size digest per remembered thread, so
+- The Stop memory (``hookbus.dialects.stopguard``): a fixed-size digest per remembered thread, so
   megabyte ids leave nothing behind, and 10,000 of them hold at most ``MAX_BYTES``.
 - The recorders' BackgroundWriter (``hookbus.recording.MAX_QUEUE_BYTES``) behind a storage
   that is stuck, and the built-in recorder's state.json queue, which keeps no decision.
@@ -194,7 +194,7 @@ def test_megabyte_thread_ids_leave_nothing_behind_in_the_stop_memory(home: Path,
 
 
 def test_the_stop_memory_holds_a_fixed_size_per_thread_however_long_the_ids() -> None:
-    from hookbus.stopguard import MAX_REMEMBERED, StopMemory
+    from hookbus.dialects.stopguard import MAX_REMEMBERED, StopMemory
 
     with attack(9, f"{MAX_REMEMBERED + 500:,} Stops of 4 KiB thread ids against the Stop memory"):
         go_on = Decision(continue_with="keep going")

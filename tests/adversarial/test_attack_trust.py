@@ -554,7 +554,7 @@ def gemini_stop(home: Path, state: Path) -> subprocess.CompletedProcess[str]:
 
 def plant_a_remembered_stop(stops: Path) -> Path:
     """The entry that says session "s" was told to go on, as the bridge itself would name it."""
-    from hookbus.stopguard import _key
+    from hookbus.dialects.stopguard import _key
 
     key = _key("Stop", {"thread_id": "s"})
     assert key is not None

@@ -48,7 +48,7 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from hookbus import HookBus
-from hookbus.claude_output import FOREIGN_KEYS
+from hookbus.dialects.claude_output import FOREIGN_KEYS
 from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_text
 from hookbus.decision import BEHAVIORS, Outcome
 from hookbus.events import EVENT_NAMES, EVENTS
@@ -56,7 +56,7 @@ from hookbus.errors import SpecError
 from hookbus.files import MAX_SPEC_BYTES
 from hookbus.loader import failing_problems
 from hookbus.matching import compile_matcher
-from hookbus.spec import KNOWN_PROVIDERS
+from hookbus.runners import KNOWN_PROVIDERS
 from stresskit import FIGURES, scale
 
 # Hypothesis keeps caches (constants, unicode tables) even without a database: keep them in a

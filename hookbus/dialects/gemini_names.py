@@ -10,7 +10,7 @@ Built-in modules only: the bridge uses it on its way to a server.
 
 from __future__ import annotations
 
-from hookbus.claude_names import ToolName, ToolNames
+from hookbus.dialects.claude_names import ToolName, ToolNames
 
 #: Gemini CLI's event → vixd's, for every Gemini event vixd has. (SessionEnd,
 #: Notification, BeforeModel, AfterModel and BeforeToolSelection have no counterpart.)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookbus import claude_names, gemini_names
-from hookbus.claude_names import CLAUDE_EVENT
+from hookbus.dialects import claude_names, gemini_names
+from hookbus.dialects.claude_names import CLAUDE_EVENT
 from hookbus.decision import Behavior, Outcome, Permission, cap_text
 from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
-from hookbus.gemini_names import GEMINI_EVENT
+from hookbus.dialects.gemini_names import GEMINI_EVENT
 
 #: vixd's events on which Claude Code or Gemini CLI take ``additionalContext``.
 CONTEXT_EVENTS = frozenset(claude_names.CONTEXT_EVENTS + gemini_names.CONTEXT_EVENTS)

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
-from hookbus.claude_names import dialect_environment, envelope_to_claude, tool_names
+from hookbus.dialects.claude_names import dialect_environment, envelope_to_claude, tool_names
 from hookbus.decision import Outcome
 from hookbus.events import CONTINUE_EVENTS
 from hookbus.jsontext import strict_json
 
 if TYPE_CHECKING:
     from hookbus.settings import Settings
-    from hookbus.spec import Hook
-    from hookbus.stopguard import StopMemory
+    from hookbus.runners import Hook
+    from hookbus.dialects.stopguard import StopMemory
 
 
 def in_dialect(
