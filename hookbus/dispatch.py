@@ -29,13 +29,17 @@ import attrs
 
 from hookbus.cancel import CancelToken
 from hookbus.decision import Outcome
+from hookbus.envelope import encode_envelope
 from hookbus.events import check_modify_input
 from hookbus.records import CANCELLED_AT_SHUTDOWN, RunRecord, envelope_tool_name, utc_timestamp
 from hookbus.reporting import ReportOnce
 from hookbus.runners import HookCall
-from hookbus.workers import clamp_wait
+from hookbus.workers import clamp_wait, finished
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from hookbus.decision import Decision
     from hookbus.home import Home
     from hookbus.merge import Run
     from hookbus.prompts import PromptRequest, PromptResult
@@ -115,6 +119,27 @@ class Dispatcher:
 
     def submit_async(self, hook: Hook, event: str, full: Mapping[str, Any], payload: bytes, settings: Settings) -> None:
         (self._async or self._start_async_workers()).submit((hook, event, full, payload, False, settings))
+
+    def submit_emit(
+        self, hooks: Sequence[Hook], fire: Callable[[], Decision], undecided: Callable[[str], Decision],
+        on_start: Callable[[float], None] | None,
+    ) -> Future[Decision]:
+        """``HookBus.submit``: ``fire`` on a thread of its own (never queued behind other
+        emits), or at once when none of ``hooks`` is waited for (only async ones are
+        submitted, shadow ones started). ``on_start(seconds)`` is called first with how long
+        the emit may take; with no thread to be had, the emit is ``undecided(why)``."""
+        # A shadow hook is never waited for: its timeout is no part of how long this takes.
+        sync_timeouts = [hook.timeout for hook in hooks if hook.is_sync and not hook.spec.shadow]
+        if not sync_timeouts:
+            return finished(fire())
+        if on_start is not None:
+            # The bus stops waiting for any runner this long past its timeout (a built-in
+            # one is done 0.35 s past it: a kill's grace and the pipes let go).
+            on_start(max(sync_timeouts) + RUNNER_GRACE_SECONDS)
+        try:
+            return self.threads().submit(fire).future
+        except RuntimeError as exc:  # no thread left (another process of the user holds them)
+            return finished(undecided(f"no thread could be started to run the hooks ({exc})"))
 
     def emitting(self) -> _Emitting:
         """``with dispatcher.emitting() as cancel:`` around all an emit with sync hooks does
@@ -230,8 +255,9 @@ class Dispatcher:
             run = (shadow.hook, Outcome.fail_open(error, failure="killed"), shadow.at, time.monotonic() - shadow.started)
             shadow.settle(run, heard=False, wait=False)
 
-    def run_manual(self, hook: Hook, full: Mapping[str, Any], payload: bytes, settings: Settings) -> RunRecord:
+    def run_manual(self, hook: Hook, settings: Settings, envelope: Mapping[str, Any]) -> RunRecord:
         """Fire one hook now, on this thread, as an async fire marked manual."""
+        full, payload = encode_envelope(hook.event, envelope)
         cancel = self._started(counted=False)
         try:
             return self._run_async((hook, hook.event, full, payload, True, settings), cancel)
@@ -353,10 +379,16 @@ class Dispatcher:
 
     def close(self, deadline: float, exiting: str | None = None) -> None:
         """Let running hooks finish until ``deadline`` (time.monotonic()), then kill and
-        record what is left, within CANCEL_GRACE_SECONDS more. ``exiting``: the process
-        exits once this returns, and its caller waits for that (a one-shot command: why
-        its shadow hooks are cut short), so no shadow hook is waited for on its own
-        account: they run on while close() waits for the rest, then are killed."""
+        record what is left, within CANCEL_GRACE_SECONDS more. ``exiting``: the one-shot
+        command (``"hookbus emit"``) whose process exits once this returns, and whose
+        caller waits for that, so no shadow hook is waited for on its own account: they
+        run on while close() waits for the rest, then are killed, and recorded as cut short
+        when that command exited."""
+        if exiting is not None:
+            exiting = (
+                f"cut short when {exiting} exited: a shadow hook never holds the agent, and {exiting} exits "
+                "as soon as it has answered (under `hookbus serve`, shadow hooks run to their end)"
+            )
         workers = self._async
         if workers is not None:
             workers.drain(deadline)

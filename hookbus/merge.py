@@ -19,7 +19,7 @@ import attrs
 from hookbus.decision import ALLOW, FAILURES, Decision, HookFailure, HookResult, Outcome, deny_line
 from hookbus.errors import PluginError
 from hookbus.events import CONTINUE_EVENTS, EVENTS, PERMISSION_EVENTS
-from hookbus.records import RunRecord
+from hookbus.records import RunRecord, envelope_tool_name, utc_timestamp
 from hookbus.redaction import has_secrets, redact, redact_decision, redact_outcome
 from hookbus.reporting import ReportOnce
 
@@ -37,6 +37,8 @@ Run = tuple["Hook", Outcome, str, float]
 FAILED_CLOSED_NOTE = 'failed closed ("on_error": "deny")'
 NOT_BLOCKING_NOTE = 'not applied: the hook is not blocking (set "mode": "sync", "blocking": true)'
 CANNOT_BLOCK_NOTE = "not applied: {event} cannot block or rewrite; only context from it is used"
+#: The note on the record of a hook that hookbus could not run or hear (``undecided``).
+UNDECIDED_NOTE = "not run: hookbus could not decide, so it failed as its on_error says"
 
 
 @attrs.frozen
@@ -62,6 +64,18 @@ class Merged:
             for hook, outcome, at, duration in self.runs
             if hook.tier != "builtin" or outcome.behavior != "allow"
         ]
+
+
+@attrs.frozen
+class Undecided:
+    """What ``Decider.undecided`` makes of an emit hookbus could not decide."""
+
+    #: The enforcing sync hooks' failures merged; None when there were none (allow).
+    merged: Merged | None
+    #: The shadow hooks' runs, each failed, to be recorded beside the decision.
+    shadows: tuple[Run, ...]
+    #: The async hooks' records.
+    unrun: tuple[RunRecord, ...]
 
 
 def joined_note(run_note: str | None, merge_note: str | None) -> str | None:
@@ -115,6 +129,31 @@ class Decider:
             decision = attrs.evolve(decision, failed=failed)
         merged = Merged(decision, counted, notes)
         return _masked(merged) if has_secrets() else merged
+
+    def undecided(self, event: str, envelope: Mapping[str, Any], hooks: Sequence[Hook], why: str) -> Undecided:
+        """An emit whose hooks hookbus cannot run (``HookBus.undecided``): none runs, and
+        each counts as failed, ``why``, under its own on_error. The enforcing ones are
+        merged (None when there are none); a shadow hook's failure never enforces, and an
+        async hook's is only recorded."""
+        at = utc_timestamp()
+        runs: list[Run] = []
+        shadows: list[Run] = []
+        unrun: list[RunRecord] = []
+        for hook in hooks:
+            if hook.is_sync:
+                (shadows if hook.spec.shadow else runs).append((hook, Outcome.fail_open(why, failure="hookbus"), at, 0.0))
+            else:
+                unrun.append(
+                    RunRecord(
+                        at=at, hook_id=hook.id, event=event, mode="async", status="error", duration=0.0, error=why,
+                        decision={"behavior": "allow"}, note=UNDECIDED_NOTE, tool_name=envelope_tool_name(envelope), tier=hook.tier,
+                    )
+                )
+        merged = None
+        if runs:
+            merged = self.decide(event, envelope, runs)
+            merged = attrs.evolve(merged, notes={**{hook.id: UNDECIDED_NOTE for hook, _, _, _ in runs}, **merged.notes})
+        return Undecided(merged, tuple(shadows), tuple(unrun))
 
     def _resolve(self, event: str, results: list[HookResult]) -> Decision:
         try:

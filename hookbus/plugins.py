@@ -167,6 +167,22 @@ class PluginSet:
         self._extra_names: dict[int, str] = {}
         #: Where each registered plugin came from, for the messages that name it.
         self._origins: dict[str, str] = {}
+        #: Called after ``replug`` changed the plugins (the bus finds its resolver again).
+        self.on_change: list[Callable[[], None]] = []
+
+    def replug(self, policy: PluginPolicy) -> bool:
+        """``adopt`` while the bus runs (a managed directory appeared, moved or changed its
+        ``"plugins"``): what cannot be loaded is reported, and the plugins stay as they
+        were; ``on_change`` hears of a change. False when nothing changed."""
+        try:
+            changed = self.adopt(policy)
+        except PluginError as exc:
+            logger.error("the plugins could not be changed to what the managed directory allows: %s", exc)
+            return True
+        if changed:
+            for listener in self.on_change:
+                listener()
+        return changed
 
     def adopt(self, policy: PluginPolicy) -> bool:
         """Load and unload plugins so that what is registered is what ``policy`` allows;

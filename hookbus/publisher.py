@@ -1,6 +1,10 @@
 """The snapshot publisher: loads the home (the loader), watches it (the watcher), and
 publishes each load as one new immutable Snapshot, with a generation to wait on.
 
+It also holds the managed tier (``policy.tiers``), which says which plugins load: the
+bus's PluginSet adopts that as the publisher is made, and again whenever a load finds the
+managed directory changed.
+
 Two callbacks from the bus run under the reload lock, before a snapshot is published:
 ``check_config`` (the plugins' own configuration and the recorder selection, whose problems
 are part of the load) and ``loaded`` (the hooks' load errors, handed to the recorders, so
@@ -25,9 +29,8 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
     from hookbus.home import Home
-    from hookbus.plugins import PluginPolicy
+    from hookbus.plugins import PluginSet
     from hookbus.runners import Hook
-    from hookbus.runners import RunnerTable
     from hookbus.watch import ChangeSet, HomeWatcher
 
 logger = logging.getLogger("hookbus")
@@ -41,30 +44,24 @@ WATCH_READY_SECONDS = 5.0
 ConfigCheck = Callable[[Settings, bool], list[Problem]]
 #: ``loaded(load_errors)``: each hook's current load error, None for one that loads.
 LoadedCallback = Callable[[Mapping[str, "str | None"]], None]
-#: ``replug(policy)``: load the plugins ``policy`` allows; True when that changed them.
-Replug = Callable[["PluginPolicy"], bool]
 
 
 class SnapshotPublisher:
     """The Snapshot in effect, and how a new one replaces it."""
 
-    def __init__(
-        self,
-        home: Home,
-        runners: RunnerTable,
-        check_config: ConfigCheck,
-        loaded: LoadedCallback,
-        managed: ManagedTier | None = None,
-        replug: Replug | None = None,
-    ) -> None:
+    def __init__(self, home: Home, plugins: PluginSet, check_config: ConfigCheck, loaded: LoadedCallback) -> None:
         self.home = home
+        runners = plugins.runners
         # VIX_DISABLE_HOOKS is read once: the README promises the variable as it was when
         # the bus started.
         self._loader = HookLoader(home, runners, disabled_by_env=env_disables_hooks())
-        self.managed = managed if managed is not None else ManagedTier.from_environment(runners)
+        # The managed tier, where one exists, says which plugins load: before anything
+        # else reads them, and again whenever that changes while the bus runs (``replug``).
+        self.managed = ManagedTier.from_environment(runners)
+        plugins.adopt(self.managed.plugin_policy(read=True))
         self._check_config = check_config
         self._loaded = loaded
-        self._replug = replug
+        self._replug = plugins.replug
         self._reload_lock = threading.Lock()
         self._published = threading.Condition()
         #: The Snapshot in effect, swapped whole by each load; a plain attribute, as every
@@ -168,7 +165,7 @@ class SnapshotPublisher:
         nothing when it found nothing changed, so that a quiet home keeps its generation.
         """
         with self._reload_lock:
-            identity = self.managed.loaded_identity
+            state = self.snapshot.managed
             if settings and self.managed.retarget():
                 load_logger.warning("the managed directory is now %s: its hooks are read anew", self.managed.root)
             loader, managed = self._loader, self.managed.loader
@@ -180,9 +177,9 @@ class SnapshotPublisher:
             if settings:
                 events += managed.load_settings() + loader.load_settings()
                 force = True
-                if self._replug is not None and self._replug(self.managed.plugin_policy()):
+                if self._replug(self.managed.plugin_policy()):
                     events.append(LoadEvent("settings", "plugins", "reloaded as the managed directory now says"))
-                identity = self.managed.identity
+                state = self.managed.state()
             effective = in_effect(loader.settings, managed.settings if managed.home_problem is None else None)
             loader.in_effect = effective
             if force:
@@ -202,13 +199,10 @@ class SnapshotPublisher:
                 # Changes the watch missed (an inotify queue overflow, which watchfiles does
                 # not report), or is about to report: worth a line in the journal either way.
                 load_logger.info("the periodic sweep of %s found changes", self.home.hooks_dir)
-            snapshot, load_errors = self.managed.combine(loader, effective, self.snapshot.generation + 1)
+            snapshot, load_errors = self.managed.combine(loader, effective, self.snapshot.generation + 1, state)
             self._loaded(load_errors)
             with self._published:
                 self.snapshot = snapshot
-                # Together with the snapshot: a server compares it with its clients' tier
-                # and then decides with this snapshot, or a newer one.
-                self.managed.loaded_identity = identity
                 self._published.notify_all()
             for event in events:
                 level = logging.WARNING if event.kind in ("skipped", "kept", "warning") else logging.INFO

@@ -19,7 +19,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hookbus.errors import Problem
-from hookbus.plugins import each_implementation
+from hookbus.plugins import config_problems, each_implementation
 from hookbus.records import EmitRecord, RefusedRecords, RunRecord
 from hookbus.redaction import mask, redact_emit_record, redact_record
 from hookbus.reporting import ReportOnce
@@ -62,6 +62,14 @@ class Recorders:
         self._raised: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._report = ReportOnce()
+
+    def check_config(self, settings: Settings, home_is_unsafe: bool, plugin_infos: list[PluginInfo]) -> list[Problem]:
+        """What the plugins find wrong with the configuration they own, and the problems of
+        the recorder selection (``select``): the publisher's ``check_config``. Nothing is
+        read from an unsafe home (its own problem says why); recorders are chosen all the
+        same, so that what happens meanwhile is recorded."""
+        checked = [] if home_is_unsafe else config_problems(self._plugins, self._home, settings)
+        return checked + self.select(settings, plugin_infos)
 
     def select(self, settings: Settings, plugin_infos: list[PluginInfo]) -> list[Problem]:
         """Which recorder plugins record: settings.json ``"recorder"``, else the built-in

@@ -116,6 +116,34 @@ def _by_id(hooks: Iterable[Hook]) -> tuple[Hook, ...]:
     return tuple(sorted(hooks, key=lambda hook: hook.id))
 
 
+#: What the tier of a process that runs code the environment chose says (``identity``).
+NOT_ENFORCEABLE = "not enforceable here"
+
+
+@attrs.frozen
+class ManagedTierState:
+    """The managed tier a snapshot was published under, as a server compares it with the
+    tier its client would load (``HookBus.managed_tier``)."""
+
+    #: The managed directory, when it exists; ``""`` for none.
+    root: str = ""
+    #: Modules this process imported from where the user's environment pointed before the
+    #: managed directory appeared: then it cannot vouch for what it runs.
+    tainted_by: tuple[str, ...] = ()
+
+    @property
+    def enforceable(self) -> bool:
+        """False when the process should be restarted to enforce the tier (``tainted_by``)."""
+        return not self.tainted_by
+
+    @property
+    def identity(self) -> str:
+        """The directory's path; never a client's when the process cannot vouch for it."""
+        if self.root and self.tainted_by:
+            return f"{self.root} ({NOT_ENFORCEABLE}: {', '.join(self.tainted_by)} came from the environment's import path)"
+        return self.root
+
+
 @attrs.frozen
 class Snapshot:
     """Everything an emit needs, frozen: the hooks, their index, settings and problems."""
@@ -132,6 +160,9 @@ class Snapshot:
     #: The hooks hookbus adds itself (the home guard), by id: in the index, and shown by
     #: ``list`` and ``explain``, but not among ``hooks``, which are those loaded from files.
     builtin: Mapping[str, Hook] = attrs.field(factory=dict)
+    #: The managed tier it was published under, together with it: a server compares that
+    #: with its client's, then decides with this snapshot (or a newer one).
+    managed: ManagedTierState = ManagedTierState()
 
     @property
     def every_hook(self) -> Mapping[str, Hook]:
@@ -147,6 +178,7 @@ class Snapshot:
         generation: int = 0,
         warnings: Iterable[str] = (),
         builtin: Mapping[str, Hook] | None = None,
+        managed: ManagedTierState = ManagedTierState(),
     ) -> Snapshot:
         by_event: dict[str, list[Hook]] = defaultdict(list)
         # The kill switch takes the user's hooks out of the index (a disabled engine costs an
@@ -167,4 +199,5 @@ class Snapshot:
             generation=generation,
             warnings=tuple(warnings),
             builtin=MappingProxyType(dict(builtin or {})),
+            managed=managed,
         )

@@ -435,6 +435,17 @@ class ElasticThreads:
             slot.wake.set()  # job None: the thread ends
 
 
+async def awaited(future: Future[Result]) -> Result:
+    """``future``'s result, awaited from asyncio without a thread of the loop's executor;
+    at once (no asyncio import) when it is done already."""
+    if future.done():
+        return future.result()
+    import asyncio  # only asyncio embedders pay for importing it
+
+    result: Result = await asyncio.wrap_future(future)
+    return result
+
+
 async def run_on_a_thread(function: Callable[[], Any], name: str) -> None:
     """Await ``function()`` run on a new thread of its own (not an executor's, whose queue
     could hold it up), its exception raised here. Cancelling the await does not stop it."""

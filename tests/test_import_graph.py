@@ -188,3 +188,16 @@ def test_the_version_is_the_distributions() -> None:
     found = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)  # 3.10 has no tomllib
     declared = found.group(1) if found else None
     assert hookbus.__version__ == HOOKBUS_VERSION == declared
+
+
+#: How long the HookBus class may grow: a facade that forwards to its parts.
+MAX_FACADE_LINES = 250
+
+
+def test_the_facade_stays_a_facade() -> None:
+    """``HookBus`` forwards to its parts (publisher, dispatcher, decider, recorders, firing):
+    a feature lives in the part it belongs to, not in the class every embedder reads."""
+    tree = ast.parse((ROOT / "hookbus" / "bus.py").read_text(encoding="utf-8"))
+    (facade,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "HookBus"]
+    assert facade.end_lineno is not None
+    assert facade.end_lineno - facade.lineno + 1 <= MAX_FACADE_LINES

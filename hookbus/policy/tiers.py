@@ -22,7 +22,7 @@ from hookbus.policy.guardhook import GUARD_ID, guard_hook
 from hookbus.policy.managed import managed_root
 from hookbus.policy.plugintrust import imported_from, untrusted_entries
 from hookbus.plugins import SELECTION_VARIABLES, PluginPolicy
-from hookbus.registry import Snapshot
+from hookbus.registry import ManagedTierState, Snapshot
 
 if TYPE_CHECKING:
     from hookbus.runners import RunnerTable
@@ -30,25 +30,11 @@ if TYPE_CHECKING:
     from hookbus.runners import Hook
 
 
-#: What the tier of a process that runs code the environment chose says (``identity``).
-NOT_ENFORCEABLE = "not enforceable here"
-
-
-def unenforceable(identity: str) -> bool:
-    """Whether a bus's managed tier (``HookBus.managed_tier``) is one it cannot vouch for:
-    the process imported code from where its environment pointed before the managed
-    directory appeared. Such a process should be restarted."""
-    return f"({NOT_ENFORCEABLE}:" in identity
-
-
 class ManagedTier:
     """The managed directory's loader, and how its hooks join the user's."""
 
     def __init__(self, root: str, runners: RunnerTable, notes: list[str] | None = None) -> None:
         self.runners = runners
-        #: The tier as it was last published (``identity`` then): what a server compares
-        #: with the tier its client would load.
-        self.loaded_identity = ""
         #: Whether a managed directory existed when the bus started.
         self.started_under_it = False
         #: The variables that choose plugins and the import path, as the bus started with them.
@@ -94,16 +80,13 @@ class ManagedTier:
         plugins load, and the environment's selection is ignored."""
         return os.path.isdir(self.root)
 
-    @property
-    def identity(self) -> str:
-        """The managed tier this bus loads, as a client compares it with its own: the
-        directory's path when it exists, else ``""``; never a client's when this process
-        already runs code from where the user's environment pointed (``tainted_by``)."""
+    def state(self) -> ManagedTierState:
+        """The managed tier this bus loads now, as a client compares it with its own: the
+        directory when it exists, and what this process imported from where the user's
+        environment pointed (``tainted_by``), which it cannot vouch for."""
         if not self.present:
-            return ""
-        if self.tainted_by:
-            return f"{self.root} ({NOT_ENFORCEABLE}: {', '.join(self.tainted_by)} came from the environment's import path)"
-        return self.root
+            return ManagedTierState()
+        return ManagedTierState(self.root, tuple(self.tainted_by))
 
     def plugin_policy(self, environ: Mapping[str, str] | None = None, *, read: bool = False) -> PluginPolicy:
         """Which plugins load: the environment's selection where no managed directory
@@ -156,9 +139,12 @@ class ManagedTier:
             )
         return PluginPolicy(managed_allows=allowed, untrusted=untrusted, managed_settings=str(self.home.settings_path))
 
-    def combine(self, user: HookLoader, effective: Settings, generation: int) -> tuple[Snapshot, dict[str, str | None]]:
-        """The Snapshot of both tiers and the guard, under the settings in effect; and each
-        user hook's load error, for its state.json (a refused id's refusal included)."""
+    def combine(
+        self, user: HookLoader, effective: Settings, generation: int, state: ManagedTierState
+    ) -> tuple[Snapshot, dict[str, str | None]]:
+        """The Snapshot of both tiers and the guard, under the settings in effect and the
+        tier's ``state``; and each user hook's load error, for its state.json (a refused
+        id's refusal included)."""
         managed_hooks, managed_problems, warnings = self.loader.parts()
         problems = [attrs.evolve(problem, tier="managed") for problem in managed_problems]
         user_hooks, user_problems, user_warnings = user.parts()
@@ -180,7 +166,7 @@ class ManagedTier:
                 f'the managed settings.json ({self.home.settings_path}) sets "managed_only": true: '
                 f"the hooks in {user.home.hooks_dir} are not loaded"
             )
-        return Snapshot.build(hooks, effective, problems, generation, warnings, builtin), load_errors
+        return Snapshot.build(hooks, effective, problems, generation, warnings, builtin, state), load_errors
 
     def _refusal(self, hook_id: str) -> str:
         if hook_id == GUARD_ID:

@@ -158,9 +158,7 @@ async def _stop_if_unenforceable(bus: HookBus, announce: Callable[[str], None], 
     Its clients already decide in their own process; Claude Code's http hooks cannot tell,
     so the server stops (exit 1: a unit with ``Restart=on-failure`` starts it anew, under
     the managed tier from its first import). True when it stopped the server."""
-    from hookbus.policy.tiers import unenforceable
-
-    while not unenforceable(bus.managed_tier):
+    while bus.snapshot.managed.enforceable:
         await asyncio.sleep(TIER_CHECK_SECONDS)
     announce(f"hookbus serve: stopping: the managed tier is {bus.managed_tier}; start it again to serve it")
     stop()
