@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -160,6 +161,27 @@ def processes_with(marker: str, value: str) -> list[int]:
     return found
 
 
+def hook_processes(home: Path, program: str) -> list[int]:
+    """Living processes running ``program`` (its name, as in /proc/PID/comm) that a hook of
+    ``home`` started: hooks have ``HOOKBUS_HOME`` in their environment, so processes of
+    other tests, or of anything else on the machine, are not counted."""
+    wanted = {f"HOOKBUS_HOME={home}".encode(), f"HOOKBUS_HOME={home.resolve()}".encode()}
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if Path(f"/proc/{name}/comm").read_text().strip() != program:
+                continue
+            if wanted.isdisjoint(Path(f"/proc/{name}/environ").read_bytes().split(b"\0")):
+                continue
+        except OSError:
+            continue
+        if is_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
 @pytest.fixture
 def safe_modes(home: Path) -> Iterator[None]:
     """Whatever the umask, everything a test creates starts out as its owner alone can
@@ -210,17 +232,57 @@ def _by_number(item: tuple[str, int]) -> tuple[str, int, str]:
     return (word, int(number), rest) if number.isdigit() else (name, 0, "")
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The figures of the reliability suite (tests/stress) and of the attack suite
-    (tests/adversarial), for those that ran."""
+#: The kits whose figures are printed after the run, and the title of each.
+_KITS = (("stresskit", "reliability figures"), ("attackkit", "attack figures"))
+
+#: Figures that are a worst case or a measure, not a count: under pytest-xdist each worker
+#: has its own, and the run's is the largest of them (counts are added up).
+_LARGEST = re.compile(r"worst|slowest|at once|beside one emit|exit later than|\((?:ms|KiB|MiB)\)|, (?:ms|us)$")
+
+#: The figures the pytest-xdist workers sent back: kit -> name -> value.
+_FROM_WORKERS: dict[str, dict[str, int]] = {}
+
+
+def _figures_here() -> dict[str, dict[str, int]]:
     import sys
 
-    for kit, title in (("stresskit", "reliability figures"), ("attackkit", "attack figures")):
+    found = {}
+    for kit, _ in _KITS:
         module = sys.modules.get(kit)
-        if module is None or not module.FIGURES:
+        if module is not None and module.FIGURES:
+            found[kit] = dict(module.FIGURES)
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A pytest-xdist worker sends its figures to the controller, which prints them."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["hookbus_figures"] = json.dumps(_figures_here())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    sent = getattr(node, "workeroutput", {}).get("hookbus_figures")
+    for kit, figures in json.loads(sent or "{}").items():
+        merged = _FROM_WORKERS.setdefault(kit, {})
+        for name, value in figures.items():
+            if name in merged and _LARGEST.search(name):
+                merged[name] = max(merged[name], value)
+            else:
+                merged[name] = merged.get(name, 0) + value
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The figures of the reliability suite (tests/stress) and of the attack suite
+    (tests/adversarial), for those that ran (in this process, or in pytest-xdist's workers)."""
+    full = os.environ.get("HOOKBUS_STRESS") == "1"
+    figures = _FROM_WORKERS or _figures_here()
+    for kit, title in _KITS:
+        if not figures.get(kit):
             continue
-        terminalreporter.section(f"{title} ({'make stress' if module.FULL else 'fast sizes'})")
-        for name, value in sorted(module.FIGURES.items(), key=_by_number):
+        terminalreporter.section(f"{title} ({'make stress' if full else 'fast sizes'})")
+        for name, value in sorted(figures[kit].items(), key=_by_number):
             terminalreporter.write_line(f"{name:<48} {value:>12,}")
 
 

@@ -11,6 +11,7 @@ request).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -196,6 +197,10 @@ class FakeServer:
                     connection.sendall(reply)
 
     def close(self) -> None:
+        # shutdown() wakes the thread blocked in accept() (close() alone does not, on Linux):
+        # it returns at once instead of after join's 5 s.
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         os.unlink(self.path)
         self.thread.join(5)

@@ -16,14 +16,13 @@ import os
 import signal
 import socket
 import stat
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from conftest import read_log
+from conftest import hook_processes, read_log
 from hookbus.serve.client import AsyncClient, Client, NoServer, OtherHome, RemoteError
 from hookbus.serve.protocol import (
     HOOK_NOT_FOUND,
@@ -296,7 +295,7 @@ def test_sigterm_with_fires_in_flight_loses_none(home: Path, write_hook: Writer)
                 raw.request(number, "emit", event="Stop")
             with Raw(path) as raw:
                 assert raw.call("x", "emit", event="PostToolUse", envelope={"tool_name": "bash"})["result"] == {"behavior": "allow"}
-                wait_for(lambda: "sleep 1" in _processes(), message="the hooks to start")
+                wait_for(lambda: bool(hook_processes(home, "sleep")), message="the hooks to start")
                 served.send(signal.SIGTERM)
                 wait_for(lambda: not os.path.exists(path), message="the server to stop accepting")
                 raw.request("late", "ping")
@@ -319,15 +318,11 @@ def test_sigterm_with_fires_in_flight_loses_none(home: Path, write_hook: Writer)
     assert not (home / "run" / "hookbus.sock").exists()
 
 
-def _processes() -> str:
-    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-
-
 def test_a_second_sigterm_kills_the_hooks_still_running(home: Path, write_hook: Writer) -> None:
     write_hook("stuck", event="Stop", mode="sync", command="sleep 300", timeout="10m")
     with Served(home) as served, Raw(served.socket) as raw:
         raw.request(1, "emit", event="Stop")
-        wait_for(lambda: "sleep 300" in _processes(), message="the hook to start")
+        wait_for(lambda: bool(hook_processes(home, "sleep")), message="the hook to start")
         served.send(signal.SIGTERM)
         time.sleep(0.3)
         assert served.process.poll() is None  # it waits for the hook
@@ -356,7 +351,7 @@ def test_a_client_that_disconnects_mid_request_still_gets_its_hooks_recorded(hom
     with Served(home) as served:
         with Raw(served.socket) as raw:
             raw.request(1, "emit", event="Stop")
-            wait_for(lambda: "sleep 0.5" in _processes(), message="the hook to start")
+            wait_for(lambda: bool(hook_processes(home, "sleep")), message="the hook to start")
         wait_for(lambda: len(read_log(home)) == 1, message="the record")
         with Client(served.socket) as client:
             assert client.ping()

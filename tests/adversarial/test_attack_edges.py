@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from attackkit import FULL, attack
-from conftest import read_log, turn_off_home_guard
+from conftest import hook_processes, read_log, turn_off_home_guard
 from hookbus.serve.client import AsyncClient, Client, NoAnswer, NotStarted
 from hookbus.deepjson import MAX_NESTING
 from servekit import Raw, Served, environment, wait_for
@@ -204,10 +204,35 @@ def test_an_envelope_over_the_servers_line_limit_gets_the_same_decision_on_every
 # -- (5, 6) a stopped, wedged or dead server ---------------------------------------------------
 
 
-def stopped_after(served: Served, seconds: float) -> threading.Timer:
-    timer = threading.Timer(seconds, served.send, (signal.SIGSTOP,))
-    timer.start()
-    return timer
+class SignalWhenItRuns:
+    """Sends ``signum`` to the server as soon as the slow guard of ``directory`` starts one
+    more run (its first command adds a line to its mark file; it then sleeps 1 s): the
+    server is stopped, or killed, while the guard runs, however slowly the machine got
+    there (a fixed delay could fire before the request reached the server)."""
+
+    def __init__(self, served: Served, directory: Path, signum: int = signal.SIGSTOP, timeout: float = 30.0) -> None:
+        self._served = served
+        self._directory = directory
+        self._signum = signum
+        self._runs = runs_of(directory)
+        self._deadline = time.monotonic() + timeout
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while runs_of(self._directory) <= self._runs:
+            if self._done.wait(0.005) or time.monotonic() > self._deadline:
+                return  # the guard never ran: the test's own checks say so
+        self._served.send(self._signum)
+
+    def join(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def stopped_while_it_runs(served: Served, directory: Path) -> SignalWhenItRuns:
+    return SignalWhenItRuns(served, directory)
 
 
 @pytest.fixture
@@ -269,7 +294,7 @@ def test_a_server_stopped_while_its_hooks_run_is_decided_by_on_error_and_nothing
         directory = slow_guard(on_error).parent
         argv, stdin = STALL_PATHS[path]
         with Served(home) as served:
-            timer = stopped_after(served, 0.5)
+            timer = stopped_while_it_runs(served, directory)
             try:
                 started = time.monotonic()
                 result = run(*argv, "--home", str(home), stdin=stdin, timeout=60)
@@ -289,11 +314,10 @@ def test_a_server_stopped_while_its_hooks_run_is_decided_by_on_error_and_nothing
 @pytest.mark.parametrize("path", list(STALL_PATHS))
 def test_a_server_killed_while_a_fail_closed_guard_runs_is_a_deny(home: Path, slow_guard: Callable[[str], Path], path: str) -> None:
     with attack(EDGES, f"{path}: the server is killed (SIGKILL) while a fail-closed guard runs"):
-        slow_guard("deny")
+        directory = slow_guard("deny").parent
         argv, stdin = STALL_PATHS[path]
         with Served(home) as served:
-            timer = threading.Timer(0.5, served.send, (signal.SIGKILL,))
-            timer.start()
+            timer = SignalWhenItRuns(served, directory, signal.SIGKILL)
             try:
                 result = run(*argv, "--home", str(home), stdin=stdin, timeout=60)
             finally:
@@ -305,7 +329,7 @@ def test_a_server_killed_while_a_fail_closed_guard_runs_is_a_deny(home: Path, sl
 def test_the_python_clients_bound_their_wait_on_a_stopped_server(home: Path, slow_guard: Callable[[str], Path]) -> None:
     import asyncio
 
-    slow_guard("deny")
+    directory = slow_guard("deny").parent
     bash = {"tool_name": "bash", "tool_input": {"command": "ls"}}
     with Served(home) as served:
         path = served.wait_ready()
@@ -317,7 +341,7 @@ def test_the_python_clients_bound_their_wait_on_a_stopped_server(home: Path, slo
             finally:
                 served.send(signal.SIGCONT)
         with attack(EDGES, "hookbus.serve.client: a server stopped while its hooks run"):
-            timer = stopped_after(served, 0.5)
+            timer = stopped_while_it_runs(served, directory)
             try:
                 with Client(path, home=home) as client, pytest.raises(NoAnswer, match="may have run"):
                     client.emit("PreToolUse", bash)
@@ -334,7 +358,7 @@ def test_the_python_clients_bound_their_wait_on_a_stopped_server(home: Path, slo
                 finally:
                     served.send(signal.SIGCONT)
             async with await AsyncClient.connect(path, home=home) as client:
-                timer = stopped_after(served, 0.5)
+                timer = stopped_while_it_runs(served, directory)
                 try:
                     with pytest.raises(NoAnswer):
                         await client.emit("PreToolUse", bash)
@@ -365,7 +389,7 @@ def test_a_client_that_fills_the_servers_requests_cannot_open_a_good_clients_gua
                 for number, hog in enumerate(hogs):
                     for index in range(2):
                         hog.request(f"{number}-{index}", "emit", event="Stop")
-                wait_for(lambda: _sleepers() >= 4, message="the slow hooks to run")
+                wait_for(lambda: len(hook_processes(home, "sleep")) >= 4, message="the slow hooks to run")
                 result = run("emit", "PreToolUse", "--home", str(home), stdin=vix_envelope("0"))
                 assert "server busy" in result.stderr and "running in-process" in result.stderr
                 assert result.returncode == 2 and "no rm -rf" in json.loads(result.stdout)["reason"]
@@ -374,20 +398,8 @@ def test_a_client_that_fills_the_servers_requests_cannot_open_a_good_clients_gua
                     hog.close()
 
 
-#: How long the slow hooks sleep: a figure no other process here sleeps, to count them by.
+#: How long the slow hooks sleep (they are counted by their home: conftest.hook_processes).
 SLEEP = "7.31"
-
-
-def _sleepers() -> int:
-    count = 0
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", SLEEP.encode()]:
-                    count += 1
-            except OSError:
-                pass
-    return count
 
 
 # -- (8) memory: the server's requests are bounded in bytes ------------------------------------

@@ -67,6 +67,9 @@ def case(name: str, command: str, **options: Any) -> Any:
 
 
 HOOK = "~/.vix/hooks/p/hook.json"  # a new hook, in a hook directory that exists
+#: Where commands write outside every home: in /tmp, named for this process, so that tests
+#: running at once in other processes (pytest-xdist workers) never share one of its files.
+OUTSIDE = f"/tmp/hookbus-guard-{os.getpid()}"
 
 #: Every documented write form: each must change the home when bash runs it, and be denied.
 WRITE_FORMS = [
@@ -93,7 +96,7 @@ WRITE_FORMS = [
     case("cp -r into the user's home", "cp -r stage/. ~"),
     case("cp -r a .vix into its parent", "cp -r stage/.vix ~/"),
     case("mv", f"mv src/app.py {HOOK}"),
-    case("mv out of the home", "mv ~/.vix/hooks/x/hook.json /tmp/hookbus-guard-test-moved.json"),
+    case("mv out of the home", f"mv ~/.vix/hooks/x/hook.json {OUTSIDE}-test-moved.json"),
     case("install", f"install -m 644 src/app.py {HOOK}"),
     case("install -D", "install -D src/app.py ~/.vix/hooks/new/hook.json"),
     case("install -d", "install -d ~/.vix/hooks/new"),
@@ -166,7 +169,7 @@ WRITE_FORMS = [
     case("command", f"command touch {HOOK}"),
     case("exec", f"exec touch {HOOK}"),
     case("stdbuf", f"stdbuf -oL touch {HOOK}"),
-    case("flock", f"flock /tmp/hookbus-guard-test.lock touch {HOOK}"),
+    case("flock", f"flock {OUTSIDE}-test.lock touch {HOOK}"),
     case("sudo", f"sudo touch {HOOK}", needs=("sudo",)),
     case("rsync", "rsync -a stage/ ~/", needs=("rsync",)),
     case("hookbus install", "hookbus install drafts/q", setup="hookbus new q --event PreToolUse --dir drafts >/dev/null"),
@@ -243,7 +246,7 @@ WRITE_FORMS = [
     case("bash < a script file", "bash < plant.txt"),
     case("python < a script file", "python3 < plant.py"),
     case("set -- then $1", 'set -- ~/.vix; touch "$1/hooks/p/hook.json"'),
-    case("brace with a tilde inside", "touch {~/.vix/hooks/p/hook.json,/tmp/hookbus-guard-test.lock}"),
+    case("brace with a tilde inside", f"touch {{~/.vix/hooks/p/hook.json,{OUTSIDE}-test.lock}}"),
     case("after $((...))", f"echo $((1<<2))\ntouch {HOOK}"),
     case("a script it writes, then runs", f"printf 'touch {HOOK}\\n' > s.sh && bash s.sh"),
     case("a script it writes, then runs as ./s.sh", f"echo 'touch {HOOK}' > s.sh; chmod +x s.sh; ./s.sh"),
@@ -371,11 +374,11 @@ BEST_EFFORT = [
     (case("perl building the name", "perl -e 'open(my $f, \">\", $ENV{HOME} . \"/.v\" . \"ix/hooks/p/hook.json\")'"), False),
     (case("a script that builds the name", "python3 build.py"), False),
     (case("make with a Makefile that writes", "make -s -f plant.mk", needs=("make",)), False),
-    (case("a glob through a link", "cp src/app.py /tmp/hookbus-guard-lnk*/hooks/p/", setup="ln -sfn ~/.vix /tmp/hookbus-guard-lnk1"), True),
+    (case("a glob through a link", f"cp src/app.py {OUTSIDE}-lnk*/hooks/p/", setup=f"ln -sfn ~/.vix {OUTSIDE}-lnk1"), True),
     (case("the tr of a name", "touch ~/$(echo .wjy | tr wjy vix)/hooks/p/hook.json"), True),
     (case("xxd of a command piped into sh", "echo 746f756368207e2f2e7669782f686f6f6b732f702f686f6f6b2e6a736f6e | xxd -r -p | sh"), True),
     (case("two variables spelling the name", "a=.v; b=ix; cp src/app.py ~/$a$b/hooks/p/hook.json"), True),
-    (case("a script it copies, then runs", "cp plant.sh /tmp/hookbus-guard-p.sh && bash /tmp/hookbus-guard-p.sh"), False),
+    (case("a script it copies, then runs", f"cp plant.sh {OUTSIDE}-p.sh && bash {OUTSIDE}-p.sh"), False),
     (case("a file piped into sh", "cat plant.txt | sh"), True),
     (case("a variable read from a file", "echo ~/.vix > where.txt && read d < where.txt && touch $d/hooks/p/hook.json"), True),
 ]
@@ -497,7 +500,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         ProtectedPlace("the managed directory", str(base / "etc" / "vix"), ("HOOKBUS_MANAGED_DIR",)),
     ]
     yield World(base, user, home, project, HomeGuard(places))
-    for leftover in ("/tmp/hookbus-guard-test-moved.json", "/tmp/hookbus-guard-test.lock", "/tmp/hookbus-guard-lnk1", "/tmp/hookbus-guard-p.sh"):
+    for leftover in (f"{OUTSIDE}-test-moved.json", f"{OUTSIDE}-test.lock", f"{OUTSIDE}-lnk1", f"{OUTSIDE}-p.sh"):
         if os.path.lexists(leftover):
             os.unlink(leftover)
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from attackkit import FIGURES, FOREIGN_UID, attack, needs_root, scale
-from conftest import read_log
+from conftest import hook_processes, read_log
 from hookbus.serve.client import Client, RemoteError, UntrustedPeer
 from hookbus.serve.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE, SERVER_BUSY
 from servekit import Raw, Served, full_accept_queue, hookbus, wait_for
@@ -202,10 +202,10 @@ def test_a_pool_filled_by_one_clients_slow_hooks_does_not_delay_anothers_deny(
                 json.dumps({"jsonrpc": "2.0", "id": number, "method": "emit", "params": {"event": "Stop"}}).encode() + b"\n"
                 for number in range(200)
             ))
-            wait_for(lambda: "sleep 3" in _processes(), message="the slow hooks to start")
+            wait_for(lambda: bool(hook_processes(home, "sleep")), message="the slow hooks to start")
             for _ in range(20):
                 assert good.emit("PreToolUse", BASH)["behavior"] == "deny"
-            running = _sleepers("3")
+            running = len(hook_processes(home, "sleep"))
             hog.sock.settimeout(0.05)
             with pytest.raises(TimeoutError):
                 hog.line()  # the good client was answered while the hog's hooks still ran
@@ -215,17 +215,6 @@ def test_a_pool_filled_by_one_clients_slow_hooks_does_not_delay_anothers_deny(
         # One connection never runs more than its budget of hooks at once.
         FIGURES["promise 7: slow hooks one connection ran at once (of 200 sent)"] = running
         assert running <= 64
-
-
-def _processes() -> str:
-    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-
-
-def _sleepers(seconds: str) -> int:
-    """How many ``sleep SECONDS`` processes run: by command name, so a bash caught between
-    fork and exec (its args read ``bash -c sleep 3``) is not counted twice."""
-    listing = subprocess.run(["ps", "-eo", "comm,args"], capture_output=True, text=True, check=True).stdout
-    return sum(1 for line in listing.splitlines() if line.split()[:3] == ["sleep", "sleep", seconds])
 
 
 def test_a_line_past_16_mib_is_refused_and_closed_and_others_carry_on(home: Path) -> None:

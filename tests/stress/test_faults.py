@@ -299,6 +299,11 @@ assert {row.mode for row in ROWS} == set(MODES)
 assert {row.runner for row in ROWS} == set(RUNNERS)
 assert len({row.id for row in ROWS}) == len(ROWS)
 
+#: The table and the check after it run in one process, one after the other: the baseline
+#: is taken before the first row, and what is left is counted after the last (under
+#: pytest-xdist, `make test`'s --dist loadgroup keeps the module on one worker, in order).
+pytestmark = pytest.mark.xdist_group("test_faults")
+
 #: Where the library does not hold the contract: fault id -> what is wrong (in every mode
 #: and runner). Each such row is an xfail(strict=True): a fix makes it fail until the entry
 #: is removed from here. Empty: every row holds.
