@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from attackkit import FIGURES, attack
-from conftest import read_log
+from conftest import hook_processes, read_log
 from hookbus import HookBus, HookBusError, HookCall, Outcome, ParseContext, RunnerRegistration, hookimpl
 
 Maker = Callable[..., HookBus]
@@ -76,7 +76,12 @@ def test_other_emits_slow_hooks_cannot_starve_a_deny(home: Path, write_hook: Wri
         for thread in threads:
             thread.start()
         started.wait()
-        time.sleep(0.3)  # the formatters' hooks are running now
+        # The formatters' hooks are running now: both of one emit at least, however slowly
+        # the machine got there (a fixed 0.3 s could pass before the first started).
+        deadline = time.monotonic() + 30
+        while len(hook_processes(home, "sleep")) < 2:
+            assert time.monotonic() < deadline, "the formatters' hooks did not start"
+            time.sleep(0.01)
         decisions = [bus.emit("PreToolUse", {"tool_name": "bash"}) for _ in range(3)]
         for thread in threads:
             thread.join()
