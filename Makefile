@@ -10,10 +10,13 @@ TYPED := hookbus plugins $(foreach dist,$(CONTRIB),$(dist)/$(subst -,_,$(notdir 
 
 .PHONY: demo test stress bench typecheck clean
 
+# Every build-system here requires setuptools>=77 and nothing else: installed in .venv first,
+# the four editable installs are built there instead of each in an isolated environment of
+# its own (22.7 s -> 16.4 s here).
 $(STAMP): pyproject.toml $(foreach dist,$(CONTRIB),$(dist)/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]" $(foreach dist,$(CONTRIB),-e $(dist))
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77"
+	$(BIN)/python -m pip install --quiet --no-build-isolation -e ".[test]" $(foreach dist,$(CONTRIB),-e $(dist))
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -28,7 +31,7 @@ demo: $(STAMP)
 # - one collection, beside mypy, writes pytest's cache of the rewritten test modules, which
 #   each worker then reads (7 s of CPU each otherwise): pytest writes it only when
 #   PYTHONDONTWRITEBYTECODE is not set, hence the empty one there (and there alone).
-WORKERS ?= 4
+WORKERS ?= 6
 PYTEST_PARALLEL = -n $(WORKERS) --dist loadgroup
 
 test: $(STAMP)
