@@ -18,7 +18,7 @@ import pytest
 
 from conftest import HookWriter, turn_off_home_guard
 from httpkit import HttpClient, http_address, token_of
-from servekit import Served, environment, hookbus
+from servekit import Served, environment, hookbus, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -311,7 +311,6 @@ def test_sigterm_answers_the_request_running_then_exits_0(write_hook: HookWriter
 
 
 def wait_for_running(served: Served) -> None:
-    from servekit import wait_for
 
     def running() -> bool:
         result = hookbus("status", "--home", str(served.home), "--json")
@@ -381,8 +380,10 @@ def test_a_fail_closed_hook_on_an_event_posted_over_http_is_warned_of(write_hook
     with client(served) as http:
         for _ in range(2):
             assert http.post(BASH).status == 200
-    warned = [line for line in served.lines if "a fail-closed hook fires on PreToolUse, which Claude Code posts over http" in line]
-    assert len(warned) == 1
+    warning = "a fail-closed hook fires on PreToolUse, which Claude Code posts over http"
+    # the server's stderr is read by a thread of the test: the line may land after the answer
+    wait_for(lambda: any(warning in line for line in served.lines), 30, "the warning")
+    assert len([line for line in served.lines if warning in line]) == 1, served.stderr
     status = json.loads(hookbus("status", "--home", str(home), "--json").stdout)
     assert status["http"]["fail_closed_over_http"] == ["PreToolUse"]
     assert "warning: a fail-closed hook fires on PreToolUse" in hookbus("status", "--home", str(home)).stdout
@@ -445,7 +446,6 @@ def test_fail_closed_over_http_goes_away_with_the_hook(write_hook: HookWriter, h
     disabled), PreToolUse is no longer reported as failing open over http."""
     import shutil
 
-    from servekit import wait_for
 
     spec = write_hook("guard", event="PreToolUse", matcher="write_file", mode="sync", blocking=True, on_error="deny", command="true")
     turn_off_home_guard(home)  # the home guard is fail-closed on PreToolUse too
