@@ -916,7 +916,8 @@ def _main(argv: Sequence[str] | None, undecided: str | None) -> int:
     args = parser.parse_args(arguments)
     if not hasattr(args, "home"):
         args.home = None
-    args.undecided = undecided
+    # From quickpath, or from the gate (--undecided, after a server that may have run the hooks).
+    args.undecided = undecided if undecided is not None else getattr(args, "undecided", None)
     if args.verb not in ("emit", "claude-code-hook", "gemini-cli-hook"):  # they log only in-process: a server is faster
         from hookbus.cli.console import log_to_stderr
 

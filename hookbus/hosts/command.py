@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help="the socket of a `hookbus serve` to use when one answers there")
     parser.add_argument("--no-server", action="store_true", help="run the hooks in this process even if a server answers")
+    parser.add_argument(
+        "--undecided", metavar="WHY",
+        help="run no hook: decide as if each matching hook had failed for WHY, under its on_error (the gate's, after a "
+        "server that may have run them gave no answer)",
+    )
     parser.set_defaults(func=cmd_host_hook)
 
 

@@ -53,14 +53,17 @@ MAX_NOTES_SAID = 64
 
 
 class Reply:
-    """An HTTP answer: status, body, and its type."""
+    """An HTTP answer: status, body, its type, and headers of its own."""
 
-    __slots__ = ("status", "body", "content_type")
+    __slots__ = ("status", "body", "content_type", "headers")
 
-    def __init__(self, status: int, body: bytes = b"", content_type: bytes = b"application/json") -> None:
+    def __init__(
+        self, status: int, body: bytes = b"", content_type: bytes = b"application/json", headers: tuple[tuple[bytes, bytes], ...] = ()
+    ) -> None:
         self.status = status
         self.body = body
         self.content_type = content_type
+        self.headers = headers
 
     @classmethod
     def text(cls, status: int, message: str) -> Reply:

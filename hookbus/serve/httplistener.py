@@ -1,7 +1,9 @@
 """``hookbus serve --http``: an HTTP/1.1 listener on loopback, beside the Unix socket, in the
-same process and on the same bus. Its route is ``POST /claude-code``
-(``hookbus.serve.claudehttp``); ``GET /ping`` says which server this is, to a client with
-the token (the import checks its token with it).
+same process and on the same bus. Its routes are ``POST /claude-code``, Claude Code's http
+hooks (``hookbus.serve.claudehttp``); ``POST /gate/claude-code`` and ``POST
+/gate/gemini-cli``, the gate's, and ``POST /gemini-cli``, what ``hookbus gemini-cli-hook``
+prints (``hookbus.serve.gatehttp``); ``GET /ping`` says which server this is, to a client
+with the token (the import checks its token with it).
 
 HTTP is parsed by h11 (sans-IO: it runs inside this loop and never touches a socket).
 Nothing another local user or a web page sends gets as far as a hook:
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import h11
 
 from hookbus.serve.claudehttp import ClaudeCodeEndpoint, Reply
+from hookbus.serve.gatehttp import BridgeEndpoint
 from hookbus.serve.httpconfig import accepted_hosts, host_header
 from hookbus.reporting import ReportOnce
 from hookbus.serve.server import (
@@ -63,8 +66,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hookbus")
 
-#: The route, and the only method it takes.
+#: Claude Code's http hooks' route; POST only, as every route but PING_ROUTE.
 ROUTE = b"/claude-code"
+#: The gate's routes, by host (``hookbus.serve.gatehttp``).
+GATE_ROUTES = {b"/gate/claude-code": "claude-code-hook", b"/gate/gemini-cli": "gemini-cli-hook"}
+#: What ``hookbus gemini-cli-hook`` prints, over http.
+GEMINI_ROUTE = b"/gemini-cli"
+#: The headers a gate request carries that its endpoint reads (the rest are h11's).
+_GATE_FIELD = b"hookbus-"
 #: What a client with the token may ask of this server, to know it is the one it meant.
 PING_ROUTE = b"/ping"
 #: Request line and headers together, at most (h11 answers more with 431).
@@ -106,7 +115,7 @@ LINGER_SECONDS = 1.0
 
 _REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
             408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-            503: "Service Unavailable"}
+            503: "Service Unavailable", 422: "Unprocessable Content"}
 
 
 class MemoryBudget:
@@ -142,9 +151,17 @@ class HttpListener:
     listening) for requests that carry ``token``."""
 
     def __init__(
-        self, bus: HookBus, sock: socket.socket, token: str, threads: ElasticThreads, budget: MemoryBudget | None = None
+        self,
+        bus: HookBus,
+        sock: socket.socket,
+        token: str,
+        threads: ElasticThreads,
+        budget: MemoryBudget | None = None,
+        proof: str = "",
     ) -> None:
         self.bus = bus
+        #: What the gate's answers carry to show they are this server's (the run file's).
+        self.proof = proof
         self._sock = sock
         host, port = sock.getsockname()[:2]
         self.host, self.port = str(host), int(port)
@@ -181,6 +198,15 @@ class HttpListener:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.endpoint = ClaudeCodeEndpoint(self.bus, self._threads, self._loop)
+        from hookbus.hosts.bridge import HOSTS
+
+        self.bridges: dict[bytes, BridgeEndpoint] = {
+            route: BridgeEndpoint(self.bus, self._threads, self._loop, HOSTS[verb], gate=True, proof=self.proof)
+            for route, verb in GATE_ROUTES.items()
+        }
+        self.bridges[GEMINI_ROUTE] = BridgeEndpoint(
+            self.bus, self._threads, self._loop, HOSTS["gemini-cli-hook"], gate=False, proof=self.proof
+        )
         self._sock.setblocking(False)
         self.deferred = _defer_accept(self._sock)
         self._resume_accepting()
@@ -291,7 +317,7 @@ class HttpListener:
         within its deadline) and be answered; then close every connection (those that do
         not take their answer within 2 s are aborted)."""
         self.stop_accepting()
-        while self.endpoint.running or any(connection.in_flight for connection in self.connections):
+        while self.running or any(connection.in_flight for connection in self.connections):
             await asyncio.sleep(0.01)
         deadline = time.monotonic() + 2.0
         while self.connections and time.monotonic() < deadline:
@@ -299,10 +325,15 @@ class HttpListener:
         for connection in list(self.connections):
             connection.abort()
 
+    @property
+    def running(self) -> int:
+        """Requests running hooks, over every route."""
+        return self.endpoint.running + sum(bridge.running for bridge in self.bridges.values())
+
     def status(self) -> dict[str, Any]:
         return {
             "url": self.url, "connections": len(self.connections),
-            "unauthorized": self.unauthorized, "forbidden": self.forbidden, "running": self.endpoint.running,
+            "unauthorized": self.unauthorized, "forbidden": self.forbidden, "running": self.running,
             "fail_closed_over_http": self.endpoint.fail_closed_posted(),
         }
 
@@ -345,10 +376,13 @@ class HttpListener:
         path = request.target.split(b"?", 1)[0]
         if path == PING_ROUTE:
             return None if request.method == b"GET" else (405, "only GET is taken, on /ping")
-        if path != ROUTE:
-            return 404, f"no such route {request.target.decode('ascii', 'replace')[:200]!r}; the route is POST /claude-code"
+        if path != ROUTE and path not in GATE_ROUTES and path != GEMINI_ROUTE:
+            return 404, (
+                f"no such route {request.target.decode('ascii', 'replace')[:200]!r}; the routes are POST /claude-code, "
+                "POST /gemini-cli and the gate's POST /gate/claude-code and /gate/gemini-cli"
+            )
         if request.method != b"POST":
-            return 405, "only POST is taken, on /claude-code"
+            return 405, f"only POST is taken, on {path.decode()}"
         return None
 
 
@@ -382,8 +416,10 @@ class _HttpConnection(asyncio.Protocol):
         self._shed: tuple[int, str] | None = None
         #: What the request being handled holds of the memory budget.
         self._cost = 0
-        #: The request's route (ROUTE or PING_ROUTE), once its headers are in.
+        #: The request's route (ROUTE, PING_ROUTE, or a key of the listener's bridges),
+        #: once its headers are in; and the ``hookbus-*`` headers a bridge's route reads.
         self._route = ROUTE
+        self._fields: dict[bytes, bytes] = {}
         self._closing = False
         #: The server is stopping: the request arriving is answered, then the connection closed.
         self._final = False
@@ -555,7 +591,10 @@ class _HttpConnection(asyncio.Protocol):
                 declared = value
             elif name == b"origin":
                 origin = value
-        self._route = PING_ROUTE if request.target.split(b"?", 1)[0] == PING_ROUTE else ROUTE
+            elif name.startswith(_GATE_FIELD):
+                self._fields[name] = value
+        path = request.target.split(b"?", 1)[0]
+        self._route = path if path == PING_ROUTE or path in self._listener.bridges else ROUTE
         if size > MAX_HEADER_BYTES:
             self._refuse(431, f"the request line and headers hold {size:,} bytes, more than the {MAX_HEADER_BYTES:,} taken; nothing was run")
             return
@@ -569,7 +608,7 @@ class _HttpConnection(asyncio.Protocol):
             self._transport.write(self._h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             self._shed = 413, f"the request body is {int(declared):,} bytes, more than the {MAX_BODY_BYTES:,} a request may hold"
-        elif self.busy is not None and self._route == ROUTE:
+        elif self.busy is not None and self._route != PING_ROUTE:
             self._shed = 503, self.busy
 
     def _take(self, data: bytes) -> None:
@@ -600,9 +639,12 @@ class _HttpConnection(asyncio.Protocol):
         close: the rest of it is not read."""
         assert self._shed is not None
         status, why = self._shed
-        reply = self._listener.endpoint.unparsed(self._body(), why, status)
+        reply = self._endpoint().unparsed(self._body(), why, status)
         self._release_body()
         self._send(reply, close=True)
+
+    def _endpoint(self) -> ClaudeCodeEndpoint | BridgeEndpoint:
+        return self._listener.bridges.get(self._route) or self._listener.endpoint
 
     def _dispatch(self) -> None:
         if self._route == PING_ROUTE:
@@ -622,13 +664,18 @@ class _HttpConnection(asyncio.Protocol):
                 f"the server is busy: the request would take about {cost >> 20} MiB once parsed, and requests in flight "
                 f"hold {budget.held >> 20} MiB of the {budget.limit >> 20} MiB the server allows"
             )
-            self._send(self._listener.endpoint.unparsed(body, why, 503), close=False)
+            self._send(self._endpoint().unparsed(body, why, 503), close=False)
             return
         self._cost = cost
         self._disarm()
         self._receiving = False
         self.handling = True
-        self._listener.endpoint.handle(body, self._reply)
+        bridge = self._listener.bridges.get(self._route)
+        if bridge is None:
+            self._listener.endpoint.handle(body, self._reply)
+        else:
+            fields, self._fields = self._fields, {}
+            bridge.handle(body, fields, self._reply, self._interim)
         self._update_reading()  # still running (hooks): read nothing more meanwhile
 
     def _reply(self, reply: Reply) -> None:
@@ -638,6 +685,16 @@ class _HttpConnection(asyncio.Protocol):
         if self._transport is None:
             return  # the client went away; the hooks ran and were recorded all the same
         self._send(reply, close=False)
+
+    def _interim(self, wait: float) -> None:
+        """``102 Processing`` before the hooks start, saying how long they may take (the
+        gate waits that long for the answer, then decides without running them)."""
+        transport = self._transport
+        if transport is None or self._h11.our_state is not h11.SEND_RESPONSE:
+            return
+        headers = [(b"hookbus-wait", f"{wait:.3f}".encode()), (b"hookbus-proof", self._listener.proof.encode())]
+        informational = h11.InformationalResponse(status_code=102, headers=headers)
+        transport.write(self._h11.send(informational) or b"")
 
     def _refuse(self, status: int, message: str) -> None:
         self._send(Reply.text(status, message), close=True)
@@ -657,7 +714,7 @@ class _HttpConnection(asyncio.Protocol):
         # The last answer of a busy connection, or of a stopping server (unless the client
         # has already sent more: each request that has begun to arrive is answered).
         close = close or self.busy is not None or (self._final and not self._pending())
-        headers = [(b"content-type", reply.content_type), (b"content-length", str(len(reply.body)).encode())]
+        headers = [(b"content-type", reply.content_type), (b"content-length", str(len(reply.body)).encode()), *reply.headers]
         if reply.status == 401:
             headers.append((b"www-authenticate", b'Bearer realm="hookbus"'))
         elif reply.status == 405:
@@ -680,6 +737,7 @@ class _HttpConnection(asyncio.Protocol):
         self._receiving = False
         self._shed = None
         self._route = ROUTE
+        self._fields = {}
         if close or self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
             self._close()
             return

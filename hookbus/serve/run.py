@@ -30,7 +30,7 @@ from hookbus.serve.rendezvous import default_socket_path, home_root, socket_path
 from hookbus.serve.server import HookServer
 
 if TYPE_CHECKING:
-    from hookbus.serve.httplistener import MemoryBudget
+    from hookbus.serve.httplistener import HttpListener, MemoryBudget
 
 READY_MESSAGE = "hookbus serve: listening on {path}"
 
@@ -135,7 +135,7 @@ def _sockets_budget(server: HookServer) -> MemoryBudget:
     """The socket server's memory budget, lent to the http listener: one budget for every
     request the process parses, whichever way it came. (Made here, not at import: a serve
     without --http loads no http code.)"""
-    from hookbus.serve.httplistener import MemoryBudget
+    from hookbus.serve.httplistener import HttpListener, MemoryBudget
 
     class SocketsBudget(MemoryBudget):
         @property
@@ -165,6 +165,26 @@ async def _stop_if_unenforceable(bus: HookBus, announce: Callable[[str], None], 
     return True
 
 
+def _write_gate_file(bus: HookBus, http: HttpListener, token: str, proof: str, announce: Callable[[str], None]) -> None:
+    """The gate's run file (``hookbus.serve.gatefile``); a warning when it cannot be
+    written: the gates then run the bridge, which finds the server on its socket."""
+    from hookbus.serve.gatefile import gate_file_path, write_gate_file
+
+    try:
+        write_gate_file(str(bus.home.root), http.host, http.port, token, proof)
+    except OSError as exc:
+        announce(
+            f"hookbus serve: warning: cannot write {gate_file_path(str(bus.home.root))} ({exc.strerror or exc}): "
+            "the gate cannot find this server, and runs the command bridge on every call"
+        )
+
+
+def _remove_gate_file(bus: HookBus, proof: str) -> None:
+    from hookbus.serve.gatefile import remove_gate_file
+
+    remove_gate_file(str(bus.home.root), proof)
+
+
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -185,11 +205,15 @@ async def _serve(
     loop = asyncio.get_running_loop()
     server = HookServer(bus, listener)
     http = None
+    proof = ""
     http_threads = ElasticThreads("hookbus-http")
     if http_socket is not None:
         from hookbus.serve.httplistener import HttpListener
 
-        http = server.http = HttpListener(bus, http_socket, token, http_threads, _sockets_budget(server))
+        from hookbus.serve.gatefile import new_proof
+
+        proof = new_proof()
+        http = server.http = HttpListener(bus, http_socket, token, http_threads, _sockets_budget(server), proof)
     stops = 0
 
     def on_stop(signum: int) -> None:
@@ -198,6 +222,7 @@ async def _serve(
         if stops == 1:
             server.stop()
             if http is not None:
+                _remove_gate_file(bus, proof)
                 http.stop_accepting()
             return
         # A second signal: do not wait for slow hooks. They are killed and recorded as
@@ -213,6 +238,7 @@ async def _serve(
         announce(READY_MESSAGE.format(path=path))
         if http is not None:
             await http.start()
+            _write_gate_file(bus, http, token, proof, announce)
             announce(READY_MESSAGE.format(path=http.url))
         await server.serve(on_stop_accepting=lambda: remove_socket(path, identity))
         if http is not None:
@@ -223,6 +249,8 @@ async def _serve(
     finally:
         watching.cancel()
         remove_socket(path, identity)
+        if http is not None:
+            _remove_gate_file(bus, proof)
         http_threads.shutdown()
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(signum)

@@ -504,23 +504,7 @@ class HookServer:
         return _Pending(future, convert)
 
     def _decision_with_failures_json(self, decision: Any) -> Any:
-        """The decision, with what an in-process ``hookbus emit`` would say on stderr:
-        ``failed``, the sync hooks that failed, and ``problems``, what loading the home
-        reported; each only when there is any."""
-        answer = decision.as_dict()
-        if decision.failed:
-            answer["failed"] = [failure.as_dict() for failure in decision.failed]
-        snapshot = self.bus.snapshot
-        # As the in-process load logs them: a hook that will fail is loaded, so a warning.
-        failing = {id(problem) for problems in failing_problems(snapshot).values() for problem in problems}
-        problems = [
-            f"{'warning:' if id(problem) in failing else 'kept' if problem.kept_last_good else 'skipped'} {problem}"
-            for problem in snapshot.problems
-        ]
-        problems += [f"warning: {warning}" for warning in snapshot.warnings]
-        if problems:
-            answer["problems"] = problems
-        return answer
+        return decision_with_failures(self.bus, decision)
 
     def _trigger(self, params: dict[str, Any], connection: _Connection, request: Request) -> _Answer:
         _params(params, {"hook_id": str}, {"envelope": dict, "start_by": float})
@@ -660,6 +644,26 @@ def _parse(line: bytes) -> Request | ProtocolError:
     except ProtocolError as exc:
         return exc
 
+
+
+def decision_with_failures(bus: HookBus, decision: Any) -> Any:
+    """The decision, with what an in-process ``hookbus emit`` would say on stderr:
+    ``failed``, the sync hooks that failed, and ``problems``, what loading the home
+    reported; each only when there is any."""
+    answer = decision.as_dict()
+    if decision.failed:
+        answer["failed"] = [failure.as_dict() for failure in decision.failed]
+    snapshot = bus.snapshot
+    # As the in-process load logs them: a hook that will fail is loaded, so a warning.
+    failing = {id(problem) for problems in failing_problems(snapshot).values() for problem in problems}
+    problems = [
+        f"{'warning:' if id(problem) in failing else 'kept' if problem.kept_last_good else 'skipped'} {problem}"
+        for problem in snapshot.problems
+    ]
+    problems += [f"warning: {warning}" for warning in snapshot.warnings]
+    if problems:
+        answer["problems"] = problems
+    return answer
 
 def _check_in_time(start_by: float | None, grace: float) -> None:
     """TOO_LATE when the client's ``start_by`` (plus ``grace``) has passed: it stopped
