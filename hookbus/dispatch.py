@@ -129,7 +129,9 @@ class Dispatcher:
         submitted, shadow ones started). ``on_start(seconds)`` is called first with how long
         the emit may take; with no thread to be had, the emit is ``undecided(why)``."""
         # A shadow hook is never waited for: its timeout is no part of how long this takes.
-        sync_timeouts = [hook.timeout for hook in hooks if hook.is_sync and not hook.spec.shadow]
+        # Nor is the home guard's (the built-in tier): it runs inline, in microseconds
+        # (``Firing.fire``), so a call only it guards is decided here, with no thread.
+        sync_timeouts = [hook.timeout for hook in hooks if hook.is_sync and not hook.spec.shadow and hook.tier != "builtin"]
         if not sync_timeouts:
             return finished(fire())
         if on_start is not None:

@@ -88,66 +88,70 @@ gate_start_by=$(( ${gate_now%.*} + 2 )).${gate_now#*.}
 printf 'POST %s HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\nHookbus-Start-By: %s\r\n%s\r\n%s' \
   "$gate_route" "$gate_address" "$gate_port" "$gate_token" "${#gate_body}" "$gate_start_by" "$gate_env" "$gate_body" >&3 2>/dev/null
 
-# The answer: its status line within the start window (2 s and a grace), then its headers.
-gate_status= gate_wait=2.5
-gate_answer() {  # read one status line and its headers
-  gate_status= gate_exit= gate_stdout= gate_length= gate_said_proof= gate_undecided= gate_wait_said=
-  local line name
-  IFS= read -r -t "$gate_wait" -u 3 line || return 1
-  [[ $line == HTTP/1.1\ [0-9][0-9][0-9]* ]] || return 1
-  gate_status=${line:9:3}
-  while IFS= read -r -t 5 -u 3 line; do
-    line=${line%$'\r'}
-    [[ -z $line ]] && return 0
-    name=${line%%:*} name=${name,,}
-    case $name in  # (every value is checked before bash computes with it)
-      content-length) gate_length=${line#*: } ;;
-      hookbus-exit) gate_exit=${line#*: } ;;
-      hookbus-stdout) gate_stdout=${line#*: } ;;
-      hookbus-proof) gate_said_proof=${line#*: } ;;
-      hookbus-undecided) gate_undecided=${line#*: } ;;
-      hookbus-wait) gate_wait_said=${line#*: } ;;
-    esac
-  done
-  return 1
-}
-
+# The answer. Each read builtin with a timeout costs an alarm, and each byte a read(2): the
+# status line is read alone (within the start window, 2 s and a grace); its reason phrase
+# says how many bytes follow it, which are read in one call.
 gate_lost="the server at $gate_address:$gate_port"
+gate_field() {  # gate_value: the value of header $1 (lower case) in gate_headers
+  local rest=${gate_headers#*$'\n'"$1": }
+  [[ $rest != "$gate_headers" ]] || return 1
+  gate_value=${rest%%$'\r'*}
+}
 gate_ours() {  # the answer is the server's of the run file; else nothing of this home's ran
-  [[ $gate_said_proof == "$gate_proof" ]] && return 0
+  gate_field hookbus-proof && [[ $gate_value == "$gate_proof" ]] && return 0
   echo "hookbus gate: what answers on $gate_address:$gate_port is not the server of $gate_home (its answer lacks the proof of $gate_home/run/http.gate); running the bridge" >&2
   gate_bridge "$@"
 }
-if ! gate_answer; then
-  # Nothing heard in the start window: the server runs nothing it reads that late.
-  [[ $gate_status ]] || gate_bridge "$@"
-  gate_ours "$@"
-  gate_bridge "$@" --no-server --undecided "$gate_lost sent a broken answer"
-fi
+gate_sized=$'^HTTP/1\\.1 [0-9]{3} ([0-9]{9})\r$'
+gate_after_status() {  # gate_rest: what follows the status line, within $1 seconds
+  gate_rest=
+  if [[ $gate_line =~ $gate_sized ]]; then
+    gate_size=$(( 10#${BASH_REMATCH[1]} ))
+    (( gate_size == 0 )) || IFS= read -r -d '' -N "$gate_size" -t "$1" -u 3 gate_rest
+  else  # not the server's (the proof will tell): to the end of the connection
+    IFS= read -r -d '' -N 67108864 -t "$1" -u 3 gate_rest
+  fi
+  (( $? > 128 )) && gate_rest=  # timed out: cut short
+  gate_headers=$'\n'${gate_rest%%$'\r\n\r\n'*}$'\r\n'
+}
+gate_line=
+IFS= read -r -t 2.5 -u 3 gate_line
+# Nothing heard in the start window: the server runs nothing it reads that late.
+[[ $gate_line == HTTP/1.1\ [0-9][0-9][0-9]* ]] || gate_bridge "$@"
+gate_status=${gate_line:9:3}
 if [[ $gate_status == 102 ]]; then
+  # The hooks started: the answer may take as long as they may, and a margin.
+  gate_after_status 5
   gate_ours "$@"
-  # The hooks started: their answer may take as long as they may, and a margin.
-  [[ $gate_wait_said =~ ^[0-9]{1,9}(\.[0-9]*)?$ ]] || gate_wait_said=0
-  gate_wait=$(( 10#${gate_wait_said%.*} + 3 ))
-  gate_answer || gate_bridge "$@" --no-server --undecided "$gate_lost gave no answer after it started the hooks"
+  gate_wait=0
+  gate_field hookbus-wait && [[ $gate_value =~ ^[0-9]{1,9}(\.[0-9]*)?$ ]] && gate_wait=${gate_value%.*}
+  gate_line=
+  IFS= read -r -t "$(( 10#$gate_wait + 3 ))" -u 3 gate_line
+  [[ $gate_line == HTTP/1.1\ [0-9][0-9][0-9]* ]] || gate_bridge "$@" --no-server --undecided "$gate_lost gave no answer after it started the hooks"
+  gate_status=${gate_line:9:3}
 fi
+gate_after_status 10
+exec 3<&-
+gate_out=${gate_rest#*$'\r\n\r\n'}
 case $gate_status in
   200) gate_ours "$@" ;;
   500) gate_ours "$@"
-    gate_bridge "$@" --no-server --undecided "$gate_lost failed after it may have run hooks: ${gate_undecided:-no reason given}" ;;
+    gate_field hookbus-undecided || gate_value="no reason given"
+    gate_bridge "$@" --no-server --undecided "$gate_lost failed after it may have run hooks: $gate_value" ;;
   401) echo "hookbus gate: $gate_lost refused the token of $gate_home/run/http.gate (401); running the bridge" >&2
     gate_bridge "$@" ;;
   *) gate_bridge "$@" ;;  # refused before anything ran (too late, busy, an envelope for the bridge)
 esac
-if [[ ! $gate_length =~ ^[0-9]{1,9}$ || ! $gate_stdout =~ ^[0-9]{1,9}$ || ! $gate_exit =~ ^[0-9]{1,3}$ ]] || (( 10#$gate_stdout > 10#$gate_length )); then
-  gate_bridge "$@" --no-server --undecided "$gate_lost sent an answer without its outcome"
-fi
-gate_out=
-gate_length=$(( 10#$gate_length )) gate_stdout=$(( 10#$gate_stdout ))
-if (( gate_length > 0 )) && ! IFS= read -r -N "$gate_length" -t 5 -u 3 gate_out || (( ${#gate_out} != gate_length )); then
+# Every value is checked before bash computes with it (arithmetic evaluates subscripts).
+gate_length= gate_stdout= gate_exit=
+gate_field content-length && gate_length=$gate_value
+gate_field hookbus-stdout && gate_stdout=$gate_value
+gate_field hookbus-exit && gate_exit=$gate_value
+if [[ $gate_rest != *$'\r\n\r\n'* || ! $gate_length =~ ^[0-9]{1,9}$ || ! $gate_stdout =~ ^[0-9]{1,9}$ || ! $gate_exit =~ ^[0-9]{1,3}$ ]] \
+    || (( 10#$gate_stdout > 10#$gate_length || ${#gate_out} != 10#$gate_length )); then
   gate_bridge "$@" --no-server --undecided "$gate_lost sent an answer cut short"
 fi
-exec 3<&-
+gate_stdout=$(( 10#$gate_stdout ))
 printf '%s' "${gate_out:0:gate_stdout}"
-(( gate_length > gate_stdout )) && printf '%s' "${gate_out:gate_stdout}" >&2
+(( ${#gate_out} > gate_stdout )) && printf '%s' "${gate_out:gate_stdout}" >&2
 exit "$gate_exit"

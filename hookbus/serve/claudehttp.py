@@ -55,15 +55,23 @@ MAX_NOTES_SAID = 64
 class Reply:
     """An HTTP answer: status, body, its type, and headers of its own."""
 
-    __slots__ = ("status", "body", "content_type", "headers")
+    __slots__ = ("status", "body", "content_type", "headers", "sized")
 
     def __init__(
-        self, status: int, body: bytes = b"", content_type: bytes = b"application/json", headers: tuple[tuple[bytes, bytes], ...] = ()
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: bytes = b"application/json",
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+        sized: bool = False,
     ) -> None:
         self.status = status
         self.body = body
         self.content_type = content_type
         self.headers = headers
+        #: The reason phrase is how many bytes follow the status line (the gate's: it reads
+        #: them in one call, where reading to the connection's end waits for the close).
+        self.sized = sized
 
     @classmethod
     def text(cls, status: int, message: str) -> Reply:

@@ -308,7 +308,7 @@ class BridgeEndpoint:
             return Reply(200, stdout, b"application/json", tuple(headers))
         stderr = "".join(line + "\n" for line in outcome.stderr).encode("utf-8", "backslashreplace")
         headers += [(b"hookbus-stdout", str(len(stdout)).encode()), (b"hookbus-proof", self._proof)]
-        return Reply(200, stdout + stderr, b"text/plain; charset=utf-8", tuple(headers))
+        return Reply(200, stdout + stderr, b"text/plain; charset=utf-8", tuple(headers), sized=True)
 
     def _not_run(self, why: str) -> Reply:
         return Reply.text(NOT_RUN, f"{why}; nothing was run")
@@ -320,7 +320,7 @@ class BridgeEndpoint:
         if self.gate:
             header = why.encode("ascii", "backslashreplace").replace(b"\r", b" ").replace(b"\n", b" ")[:2000]
             return Reply(UNDECIDED, f"hookbus: {why}\n".encode("utf-8", "backslashreplace"), b"text/plain; charset=utf-8",
-                         ((b"hookbus-undecided", header), (b"hookbus-proof", self._proof)))
+                         ((b"hookbus-undecided", header), (b"hookbus-proof", self._proof)), sized=True)
         return Reply.text(UNDECIDED, why)
 
     def _other_tier(self) -> str | None:

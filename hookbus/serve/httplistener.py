@@ -693,8 +693,8 @@ class _HttpConnection(asyncio.Protocol):
         if transport is None or self._h11.our_state is not h11.SEND_RESPONSE:
             return
         headers = [(b"hookbus-wait", f"{wait:.3f}".encode()), (b"hookbus-proof", self._listener.proof.encode())]
-        informational = h11.InformationalResponse(status_code=102, headers=headers)
-        transport.write(self._h11.send(informational) or b"")
+        informational = h11.InformationalResponse(status_code=102, headers=headers, reason=SIZE_PLACEHOLDER)
+        transport.write(sized(self._h11.send(informational) or b""))
 
     def _refuse(self, status: int, message: str) -> None:
         self._send(Reply.text(status, message), close=True)
@@ -724,11 +724,14 @@ class _HttpConnection(asyncio.Protocol):
         else:
             headers.append((b"keep-alive", f"timeout={int(IDLE_SECONDS)}".encode()))
         try:
-            data = self._h11.send(h11.Response(status_code=reply.status, headers=headers, reason=_REASONS.get(reply.status, "OK")))
+            reason = SIZE_PLACEHOLDER if reply.sized else _REASONS.get(reply.status, "OK").encode()
+            data = self._h11.send(h11.Response(status_code=reply.status, headers=headers, reason=reason))
             assert data is not None
             if reply.body:
                 data += self._h11.send(h11.Data(data=reply.body)) or b""
             data += self._h11.send(h11.EndOfMessage()) or b""
+            if reply.sized:
+                data = sized(data)
         except h11.LocalProtocolError:
             # h11 cannot answer in this state (the request line itself was unreadable).
             data = _raw(reply.status, reply.body.decode("utf-8", "replace").strip())
@@ -824,6 +827,20 @@ class _HttpConnection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+#: The reason phrase of a sized answer, until it is written (``sized``).
+SIZE_PLACEHOLDER = b"000000000"
+
+
+def sized(data: bytes) -> bytes:
+    """An answer whose reason phrase (SIZE_PLACEHOLDER) becomes the count of the bytes after
+    its status line, in as many digits: the gate reads them in one call."""
+    line_end = data.index(b"\r\n") + 2
+    head = data[:line_end]
+    assert head.endswith(b" " + SIZE_PLACEHOLDER + b"\r\n")
+    size = len(data) - line_end
+    return head[: -len(SIZE_PLACEHOLDER) - 2] + b"%09d\r\n" % size + data[line_end:]
 
 
 def _defer_accept(sock: socket.socket) -> bool:
