@@ -416,6 +416,20 @@ def test_the_server_does_not_warn_of_fail_closed_hooks_over_http_for_the_gate(
     assert not [line for line in served.lines if "posts over http" in line], served.stderr
 
 
+def test_status_names_the_gate_and_what_it_did(home: Path, write_hook: HookWriter, serve: Callable[..., Served]) -> None:
+    from servekit import hookbus
+
+    hooks(write_hook)
+    serve()
+    run(gate_words(home), envelope())
+    run(gate_words(home), b"not json")
+    document = json.loads(hookbus("status", "--home", str(home), "--json").stdout)
+    gate = document["http"]["gate"]
+    assert gate == {"script": str(gate_script()), "run_file": str(home / "run" / "http.gate"), "answered": 1, "sent_to_bridge": 1}
+    text = hookbus("status", "--home", str(home)).stdout
+    assert f"gate        bash {gate_script()}: finds this server in {home / 'run' / 'http.gate'}; 1 answered, 1 sent" in text
+
+
 def test_the_run_file_is_private_and_gone_when_the_server_stops(home: Path, serve: Callable[..., Served]) -> None:
     served = serve()
     path = home / "run" / "http.gate"

@@ -186,6 +186,16 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
     if isinstance(http, Mapping):
         refused = [f"{http.get('unauthorized')} without the right token", f"{http.get('forbidden')} for their Host or Origin"]
         rows.insert(2, ("http", f"{http.get('url')}/claude-code ({plural(int(http.get('connections') or 0), 'connection')}; refused: {', '.join(refused)})"))
+        gate = http.get("gate")
+        if isinstance(gate, Mapping):
+            found = (
+                f"finds this server in {gate.get('run_file')}" if gate.get("run_file")
+                else "cannot find this server (no run file: it runs the command bridge on every call)"
+            )
+            rows.insert(3, (
+                "gate", f"bash {gate.get('script')}: {found}; {gate.get('answered')} answered, "
+                f"{gate.get('sent_to_bridge')} sent to the command bridge",
+            ))
     say(f"hookbus serve is serving {status.get('home')} (pid {status.get('pid')})")
     for name, value in rows:
         say(f"  {name.ljust(10)}  {value}")

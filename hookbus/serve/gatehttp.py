@@ -101,6 +101,9 @@ class BridgeEndpoint:
         self._loop = loop
         self.running = 0
         self.verb = f"hookbus {host.verb}"
+        #: Requests answered with the bridge's outcome; and those sent to the bridge.
+        self.answered = 0
+        self.sent_to_bridge = 0
 
     # -- what came ------------------------------------------------------------------------
 
@@ -216,6 +219,7 @@ class BridgeEndpoint:
             assert request is not None and isinstance(parsed, dict)
             return str(parsed["hook_event_name"]), request[0], request[1]
         if self.gate:
+            self.sent_to_bridge += 1
             return Reply.text(RUN_THE_BRIDGE, f"{why}: run the bridge; nothing was run")
         return self._plain_odd(body, environ)
 
@@ -300,6 +304,7 @@ class BridgeEndpoint:
     # -- answers --------------------------------------------------------------------------
 
     def _outcome(self, outcome: Outcome) -> Reply:
+        self.answered += 1
         stdout = outcome.stdout.encode("ascii", "backslashreplace")
         headers = [(b"hookbus-exit", str(outcome.exit_code).encode())]
         if not self.gate:
@@ -311,6 +316,7 @@ class BridgeEndpoint:
         return Reply(200, stdout + stderr, b"text/plain; charset=utf-8", tuple(headers), sized=True)
 
     def _not_run(self, why: str) -> Reply:
+        self.sent_to_bridge += 1
         return Reply.text(NOT_RUN, f"{why}; nothing was run")
 
     def _undecided(self, why: str) -> Reply:

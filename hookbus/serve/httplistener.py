@@ -40,6 +40,7 @@ import fcntl
 import functools
 import hmac
 import logging
+import os
 import socket
 import struct
 import termios
@@ -335,6 +336,20 @@ class HttpListener:
             "url": self.url, "connections": len(self.connections),
             "unauthorized": self.unauthorized, "forbidden": self.forbidden, "running": self.running,
             "fail_closed_over_http": self.endpoint.fail_closed_posted(),
+            "gate": self.gate_status(),
+        }
+
+    def gate_status(self) -> dict[str, Any]:
+        from hookbus.hosts.gate import gate_script
+        from hookbus.serve.gatefile import gate_file_path, read_gate_file
+
+        home = str(self.bus.home.root)
+        written = read_gate_file(home)
+        ours = written is not None and written["pid"] == str(os.getpid()) and written["port"] == str(self.port)
+        gates = [self.bridges[route] for route in GATE_ROUTES]
+        return {
+            "script": str(gate_script()), "run_file": gate_file_path(home) if ours else None,
+            "answered": sum(gate.answered for gate in gates), "sent_to_bridge": sum(gate.sent_to_bridge for gate in gates),
         }
 
     def connection_limits(self) -> tuple[int, int]:
