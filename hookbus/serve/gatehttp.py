@@ -68,10 +68,13 @@ class Outcome:
 
 
 def _printable(text: str) -> str:
-    """A stderr line as the bridge's quick path writes it (``quickpath._warn``)."""
-    from hookbus.serve.quickpath import _printable as quick_printable
+    """A stderr line as the bridge's quick path writes it (``quickpath._warn``); the
+    quick path is not imported, since it reaches for the full command line."""
+    if text.isascii() and text.isprintable():
+        return text
+    from hookbus.terminal import printable
 
-    return quick_printable(text)
+    return printable(text)
 
 
 def host_environ(fields: Mapping[bytes, bytes], host: Host) -> dict[str, str]:
