@@ -104,6 +104,16 @@ def settings(tmp_path: Path) -> Path:
     return write_json(tmp_path / "project" / ".claude" / "settings.json", SETTINGS)
 
 
+@pytest.fixture(autouse=True)
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own: an install without --home writes into ~/.vix, which must
+    not be the real one."""
+    home = tmp_path / "user"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def target(tmp_path: Path) -> Path:
     """A home that does not exist yet: the import creates it."""
@@ -556,7 +566,7 @@ def bridge_entries(document: dict[str, Any], event: str) -> list[dict[str, Any]]
 ALL_BRIDGED = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "SessionStart", "Stop", "SubagentStop", "PreCompact")
 
 
-def test_the_bridge_is_merged_once_keeping_everything_else(settings: Path) -> None:
+def test_the_bridge_is_merged_once_and_the_files_own_hooks_move_into_the_home(settings: Path) -> None:
     original = settings.read_text()
     result = run("import", "claude-code", str(settings), "--install-bridge")
     assert result.returncode == 0, result.stderr
@@ -565,16 +575,25 @@ def test_the_bridge_is_merged_once_keeping_everything_else(settings: Path) -> No
     merged = json.loads(settings.read_text())
     assert settings.read_text().endswith("}\n")
     assert merged["model"] == "opus" and merged["permissions"] == SETTINGS["permissions"]
-    command = this_bridge(os.path.expanduser("~/.vix"))  # no --home, no VIX_HOME: the default, written out
+    home = Path(os.path.expanduser("~/.vix"))
+    command = this_bridge(home)  # no --home, no VIX_HOME: the default, written out
     for event in ALL_BRIDGED:
-        expected = {"hooks": [{"type": "command", "command": command, "timeout": 600}]}
+        expected: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 600}]}
         if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
             expected = {"matcher": "*", **expected}
-        assert bridge_entries(merged, event) == [expected], event
-        # The user's own hooks stay, before the bridge.
-        assert merged["hooks"][event][: len(SETTINGS["hooks"].get(event, []))] == SETTINGS["hooks"].get(event, [])
+        # The user's own hooks on the bridge's events moved into the home: the bridge alone is left.
+        assert merged["hooks"][event] == [expected], event
+    # Each is the hook `hookbus import claude-code FILE` makes, and says it moved.
+    assert hook_ids(home) == sorted(EXPECTED_IDS)
+    for hook_id in EXPECTED_IDS:
+        assert f"into hookbus: {home / 'hooks' / hook_id}" in result.stdout, hook_id
+    # Events the bridge does not carry keep their hooks in FILE, each said.
     assert merged["hooks"]["SessionEnd"] == SETTINGS["hooks"]["SessionEnd"]
-    assert "note: the other hooks of" in result.stdout
+    assert merged["hooks"]["Notification"] == SETTINGS["hooks"]["Notification"]
+    for location in ("$.hooks.SessionEnd[0].hooks[0]", "$.hooks.Notification[0].hooks[0]", "$.hooks.Notification[0].hooks[1]"):
+        assert f"stays in {settings}: {location} (" in result.stdout, location
+    assert "the bridge does not carry Notification; it still runs in Claude Code" in result.stdout
+    assert "note: the other hooks of" not in result.stdout
     # Again: nothing to add, the file and its backup are left alone.
     once = settings.read_text()
     Path(f"{settings}.bak").write_text("sentinel")
@@ -609,11 +628,14 @@ def test_the_bridge_dry_run_prints_and_writes_nothing(tmp_path: Path, settings: 
     result = run("import", "claude-code", str(settings), "--install-bridge", "--dry-run")
     assert result.returncode == 0
     assert settings.read_text() == original and not Path(f"{settings}.bak").exists()
-    command = this_bridge(os.path.expanduser("~/.vix"))
+    home = Path(os.path.expanduser("~/.vix"))
+    command = this_bridge(home)
     assert f"PreToolUse: add {command} (matcher *)" in result.stdout
-    block = result.stdout[result.stdout.index("{"): result.stdout.rindex("}") + 1]
+    assert f"would move $.hooks.Stop[0].hooks[0] (prompt: Did Claude finish every task?) into hookbus: {home / 'hooks' / 'stop-did-claude-finish-every-task'}" in result.stdout
+    assert not home.exists()
+    block = result.stdout[result.stdout.index("would hold these hooks:\n{") + 23: result.stdout.rindex("}") + 1]
     printed = json.loads(block)
-    assert bridge_entries(printed, "Stop") == [{"hooks": [{"type": "command", "command": command, "timeout": 600}]}]
+    assert printed["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": command, "timeout": 600}]}]
     missing = tmp_path / "none" / "settings.json"
     assert run("import", "claude-code", str(missing), "--install-bridge", "--dry-run").returncode == 0
     assert not missing.parent.exists()
@@ -776,16 +798,20 @@ def test_a_dotfiles_link_is_followed_and_stays_a_link(tmp_path: Path) -> None:
     assert (backup.stat().st_mode & 0o777) == 0o640
 
 
-def test_an_old_backup_of_ones_own_is_replaced_at_the_files_mode(settings: Path) -> None:
+def test_an_old_backup_is_kept_and_the_new_one_gets_a_name_of_its_own_at_the_files_mode(settings: Path) -> None:
     settings.chmod(0o600)
     backup = Path(f"{settings}.bak")
     backup.write_text("an old backup")
     backup.chmod(0o644)
     result = run("import", "claude-code", str(settings), "--install-bridge")
     assert result.returncode == 0, result.stderr
-    assert json.loads(backup.read_text()) == SETTINGS
-    assert (backup.stat().st_mode & 0o777) == 0o600
-    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json", "settings.json.bak"]  # no temp file left
+    assert backup.read_text() == "an old backup"
+    new = Path(f"{settings}.bak.1")
+    assert f"backed up {settings} to {new}" in result.stdout
+    assert json.loads(new.read_text()) == SETTINGS
+    assert (new.stat().st_mode & 0o777) == 0o600
+    # no temp file left
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json", "settings.json.bak", "settings.json.bak.1"]
 
 
 # -- what an imported command depends on ---------------------------------------------------------

@@ -134,16 +134,16 @@ def test_running_it_again_switches_between_the_bridges(write_hook: HookWriter, h
     settings.chmod(0o600)
     turn_off_home_guard(home)
     assert install(settings, home).returncode == 0
+    assert (home / "hooks" / "pretooluse-write-mine-sh" / "hook.json").exists()  # the user's own moved into the home
     assert install(settings, home, "--http", URL, "--http-decisions").returncode == 0
     hooks = entries(settings)
-    assert hooks["PreToolUse"][0] == {"type": "command", "command": "mine.sh"}  # the user's own stays
-    assert [hook["type"] for hook in hooks["PreToolUse"][1:]] == ["http"]
+    assert [hook["type"] for hook in hooks["PreToolUse"]] == ["http"]
     again = install(settings, home, "--http", URL, "--http-decisions")
     assert "already routed to http" in again.stdout and f"{settings} needs no change" in again.stdout
     write_hook("guard", event="PreToolUse", mode="sync", blocking=True, on_error="deny", command="true")
     switched = install(settings, home, "--http", URL, "--http-decisions")
     assert "PreToolUse: replace the bridge with" in switched.stdout
-    assert [hook["type"] for hook in entries(settings)["PreToolUse"]] == ["command", "command"]
+    assert [hook["type"] for hook in entries(settings)["PreToolUse"]] == ["command"]
     assert install(settings, home).returncode == 0  # and back to the command bridge everywhere
     assert all(hook["type"] == "command" for hooks in entries(settings).values() for hook in hooks)
 

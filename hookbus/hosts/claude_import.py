@@ -33,7 +33,10 @@ writes nothing and exits 1. A hook directory that exists already is refused (unl
 ``--install-bridge`` does the opposite wiring (``hookbus.hosts.install``): it merges into
 FILE (a Claude settings.json, or with ``gemini-cli`` a Gemini CLI one) hooks that send
 every event to ``hookbus claude-code-hook`` (``gemini-cli-hook``), which runs the home's
-hooks and answers the host.
+hooks and answers the host. For Claude Code it first moves FILE's own hooks into the home
+(``plan_migration``: this import, lenient, on the entries of the events the bridge carries;
+``hookbus.hosts.migrate`` writes them), so that none runs twice. ``--uninstall-bridge``
+(``hookbus.hosts.uninstall``) undoes both.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from hookbus.hosts.install import CLAUDE_CODE, GEMINI_CLI, install_bridge, is_bridge_command
+from hookbus.hosts.migrate import Migration, Move, build_migration
+from hookbus.hosts.uninstall import uninstall_bridge
 from hookbus.dialects.claude_names import VIX_EVENT
 from hookbus.errors import did_you_mean, shorten
 from hookbus.events import EVENTS
@@ -113,6 +118,10 @@ class PlannedHook:
     action: str = "create"
     #: Why it was refused, or what changed in translation, for people.
     notes: list[str] = field(default_factory=list)
+    #: Where the entry is in FILE: its group's index in the event's array, and its own in
+    #: the group's ``hooks``.
+    group_index: int = -1
+    entry_index: int = -1
 
     @property
     def kind(self) -> str:
@@ -135,6 +144,9 @@ class Plan:
     #: for; the bridge itself, which would call hookbus from hookbus).
     skipped_entries: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: What a lenient plan (``plan_import(..., lenient=True)``) left out that a strict one
+    #: refuses the whole file for: ``(location, message)``.
+    problems: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def refused(self) -> list[PlannedHook]:
@@ -277,6 +289,20 @@ def cwd_warnings(command: str) -> list[str]:
 # -- planning ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """An entry of FILE the reader found importable, and where it is."""
+
+    claude_event: str
+    location: str
+    #: The group's matcher, as written (None: it has none).
+    matcher: str | None
+    entry: dict[str, Any]
+    group_location: str
+    group_index: int
+    entry_index: int
+
+
 class _Reader:
     """Walks FILE's hooks block, collecting every malformation with where it is."""
 
@@ -286,13 +312,13 @@ class _Reader:
 
     def error(self, message: str, location: str) -> None:
         self.errors.append(f"{self.plan.shown}: {message} @ {location}")
+        self.plan.problems.append((location, message))
 
     def warn(self, message: str, location: str) -> None:
         self.plan.warnings.append(f"{self.plan.shown}: {message} @ {location}")
 
-    def read(self, document: Any) -> list[tuple[str, str, str | None, dict[str, Any], str]]:
-        """Each importable entry: (Claude event, its location, the group's matcher, the
-        entry, the group's location)."""
+    def read(self, document: Any) -> list[_Entry]:
+        """Each importable entry."""
         if not isinstance(document, dict):
             self.error(f"expected an object at the top level, got {json_type_name(document)}", "$")
             return []
@@ -303,7 +329,7 @@ class _Reader:
         if not isinstance(hooks, dict):
             self.error(f"expected an object of events, got {json_type_name(hooks)}", "$.hooks")
             return []
-        entries: list[tuple[str, str, str | None, dict[str, Any], str]] = []
+        entries: list[_Entry] = []
         for claude_event, groups in hooks.items():
             where = key_path("$.hooks", claude_event)
             if not isinstance(groups, list):
@@ -318,12 +344,10 @@ class _Reader:
                 self.plan.skipped_events.append((claude_event, count, hint))
                 continue
             for index, group in enumerate(groups):
-                entries += self._group(claude_event, group, f"{where}[{index}]")
+                entries += self._group(claude_event, group, f"{where}[{index}]", index)
         return entries
 
-    def _group(
-        self, claude_event: str, group: Any, where: str
-    ) -> list[tuple[str, str, str | None, dict[str, Any], str]]:
+    def _group(self, claude_event: str, group: Any, where: str, group_index: int) -> list[_Entry]:
         if not isinstance(group, dict):
             self.error(f'expected a matcher group ({{"matcher": ..., "hooks": [...]}}), got {json_type_name(group)}', where)
             return []
@@ -347,7 +371,7 @@ class _Reader:
         for index, entry in enumerate(hooks):
             location = f"{where}.hooks[{index}]"
             if self._entry_ok(entry, location):
-                entries.append((claude_event, location, matcher, entry, where))
+                entries.append(_Entry(claude_event, location, matcher, entry, where, group_index, index))
         # A broken matcher is reported once, and its entries are still checked.
         return entries if len(self.errors) == errors else []
 
@@ -502,9 +526,16 @@ def plan_import(
     *,
     plugin_root: str | None = None,
     force: bool = False,
+    document: dict[str, Any] | None = None,
+    lenient: bool = False,
 ) -> Plan:
     """What importing ``file`` into ``home`` does; ImportFailed when it cannot (nothing
-    may be written then), with every reason."""
+    may be written then), with every reason.
+
+    ``document``: FILE's content, read already (``--install-bridge`` reads it once, and
+    writes back what it read). ``lenient``: an entry hookbus cannot import is left out of
+    the plan and said in ``plan.problems`` instead of refusing the file; the others keep the
+    ids a strict import gives them, so that both write the same hooks."""
     from hookbus.home import Home
 
     shown = os.fspath(file)
@@ -515,24 +546,30 @@ def plan_import(
             raise ImportFailed([f"--plugin-root {plugin_root}: not a directory"])
         plugin_root = os.path.abspath(plugin_root)
     plan = Plan(shown=shown, source=source, home=root.root, plugin_root=plugin_root)
-    document = read_json_file(source, shown)
+    content: Any = read_json_file(source, shown) if document is None else document
     if plan.plugin_root is None:
         plan.plugin_root = find_plugin_root(source)
     reader = _Reader(plan)
-    entries = reader.read(document)
-    if reader.errors:
+    entries = reader.read(content)
+    if reader.errors and not lenient:
         raise ImportFailed(reader.errors)
     check = _validator(root)
     errors: list[str] = []
     taken: set[str] = set()
-    for claude_event, location, source_matcher, entry, group in entries:
+    for found in entries:
+        claude_event, location, source_matcher, entry, group = (
+            found.claude_event, found.location, found.matcher, found.entry, found.group_location
+        )
         event = VIX_EVENT[claude_event]
         kind: str = entry["type"]
         matcher, note = translate_matcher(event, source_matcher)
         hook_id = unique_id(base_id(claude_event, source_matcher if matcher else None, kind, entry[kind]), taken)
         taken.add(hook_id)
         document = _hook_document(plan, hook_id, claude_event, event, source_matcher, matcher, entry)
-        hook = PlannedHook(hook_id, location, claude_event, event, matcher, document)
+        hook = PlannedHook(
+            hook_id, location, claude_event, event, matcher, document,
+            group_index=found.group_index, entry_index=found.entry_index,
+        )
         if note:
             hook.notes.append(note)
         if document["mode"] == "async":
@@ -546,16 +583,54 @@ def plan_import(
             )
         if kind == "command":
             plan.warnings += [f"{shown}: {warning} @ {location}.command" for warning in cwd_warnings(entry[kind])]
-        for problem in check(hook_id, document):
+        problems = check(hook_id, document)
+        for problem in problems:
             where = _source_location(problem.location, location, group)
             errors.append(f"{shown}: hookbus would refuse this hook: {problem.message} @ {where}")
+            plan.problems.append((where, f"hookbus would refuse this hook: {problem.message}"))
+        if problems and lenient:
+            continue
         hook.action, reason = _existing_action(root.hook_dir(hook_id), document, force)
         if reason:
             hook.notes.append(reason)
         plan.hooks.append(hook)
-    if errors:
+    if errors and not lenient:
         raise ImportFailed(errors)
     return plan
+
+
+def why_not_imported(plan: Plan, location: str, group_location: str) -> str:
+    """Why a lenient ``plan`` left out the entry at ``location`` (of the group at
+    ``group_location``), for people."""
+    for where, reason in plan.skipped_entries:
+        if where == location:
+            return reason
+    said = [
+        message for where, message in plan.problems
+        if where == location or where.startswith((location + ".", location + "["))
+        or where == group_location or where.startswith(group_location + ".matcher")
+    ]
+    if said:
+        return "hookbus cannot import it: " + "; ".join(dict.fromkeys(said))
+    return "hookbus cannot import it"
+
+
+def plan_migration(document: dict[str, Any], file: str, home: str | os.PathLike[str] | None = None) -> Migration:
+    """What ``--install-bridge`` moves out of FILE's ``document`` into the home: every
+    entry the import can translate on an event the bridge carries, with the id and content
+    ``hookbus import claude-code FILE`` gives it. ImportFailed when one cannot be written
+    (another hook holds its id), saying how to fix it."""
+    plan = plan_import(file, home, document=document, lenient=True)
+    moves = [
+        Move(
+            hook.claude_event, hook.group_index, hook.entry_index, hook.location, hook.hook_id,
+            hook.document, hook_text(hook.document), exists=hook.action == "unchanged",
+        )
+        for hook in plan.hooks if hook.claude_event in CLAUDE_CODE.events
+    ]
+    return build_migration(
+        document, file, plan.home, moves, lambda location, group: why_not_imported(plan, location, group), plan.warnings
+    )
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -682,12 +757,25 @@ def _warn_unsafe_home(home: Path, err: TextIO) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from hookbus.cli.core import UsageError
 
+    host = GEMINI_CLI if args.source == "gemini-cli" else CLAUDE_CODE
+    if args.uninstall_bridge:
+        if args.install_bridge:
+            raise UsageError("--install-bridge and --uninstall-bridge: give one")
+        if args.force or args.plugin_root is not None or args.http is not None or args.http_decisions:
+            raise UsageError("--force, --plugin-root, --http and --http-decisions do not apply to --uninstall-bridge")
+        return uninstall_bridge(args.file, args.home, host=host, dry_run=args.dry_run)
     if args.install_bridge:
         if args.force or args.plugin_root is not None:
             raise UsageError("--force and --plugin-root do not apply to --install-bridge")
-        host = GEMINI_CLI if args.source == "gemini-cli" else CLAUDE_CODE
+        file: str = args.file
+        home: str | None = args.home
+
+        def moves(document: dict[str, Any]) -> Migration:
+            return plan_migration(document, file, home)
+
         return install_bridge(
-            args.file, args.home, host=host, dry_run=args.dry_run, http=args.http, http_decisions=args.http_decisions
+            args.file, args.home, host=host, dry_run=args.dry_run, http=args.http, http_decisions=args.http_decisions,
+            moves=moves if host is CLAUDE_CODE else None,
         )
     if args.http is not None:
         raise UsageError("--http goes with --install-bridge: it makes the bridge Claude Code's http hooks")
@@ -696,7 +784,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.source == "gemini-cli":
         raise UsageError(
             "hookbus imports Claude Code's hooks only; for Gemini CLI, "
-            "`hookbus import gemini-cli FILE --install-bridge` sends its events to hookbus"
+            "`hookbus import gemini-cli FILE --install-bridge` sends its events to hookbus "
+            "(--uninstall-bridge takes that out again)"
         )
     return run_import(
         args.file, args.home, dry_run=args.dry_run, force=args.force, plugin_root=args.plugin_root
@@ -705,8 +794,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``hookbus import claude-code FILE [--dry-run] [--force] [--plugin-root DIR]
-    [--install-bridge [--http URL [--http-decisions]]]``, ``hookbus import gemini-cli FILE
-    --install-bridge [--dry-run]``
+    [--install-bridge [--http URL [--http-decisions]] | --uninstall-bridge]``, ``hookbus
+    import gemini-cli FILE --install-bridge|--uninstall-bridge [--dry-run]``
     (``--home`` comes from the common options)."""
     parser.add_argument(
         "source", choices=("claude-code", "gemini-cli"), metavar="FORMAT",
@@ -723,7 +812,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--install-bridge", action="store_true",
         help="instead, make FILE (the host's settings.json) send every event to `hookbus claude-code-hook` "
-        "(gemini-cli: `hookbus gemini-cli-hook`)",
+        "(gemini-cli: `hookbus gemini-cli-hook`). claude-code: FILE's own hooks move into the home, so each runs "
+        "once, through hookbus; those on events the bridge does not carry (SessionEnd, Notification...) or that "
+        "hookbus cannot import stay in FILE, each said. FILE is backed up first, to FILE.bak or, when that "
+        "exists, to a FILE.bak.N of its own",
+    )
+    parser.add_argument(
+        "--uninstall-bridge", action="store_true",
+        help="undo --install-bridge: take hookbus's entries (and the token it wrote) out of FILE, put back the "
+        "hooks it moved, exactly as they were, and remove the hooks it made in the home that are unchanged since. "
+        "gemini-cli: the bridge's entries only",
     )
     parser.add_argument(
         "--http", metavar="URL",

@@ -1,18 +1,21 @@
 """``hookbus import claude-code|gemini-cli FILE --install-bridge``: a host's settings.json
 made to send every one of its events to hookbus.
 
-The host's own hooks in FILE stay as they are; the bridge is added once per event (and
-left alone when another spelling of it is there already). Its command names the running
+The bridge is added once per event (and left alone when another spelling of it is there
+already). Claude Code's own hooks in FILE move into the home when the caller says how
+(``moves``: ``claude_import.plan_migration``, which ``hookbus import`` passes), so that each
+runs once; Gemini CLI's stay as they are. Its command names the running
 hookbus by its absolute path (``python -m hookbus``: this interpreter's, ``-m hookbus``)
 and the home, so that it runs on a host's plain PATH and reaches this home whatever chose
 it (``--home``, ``$VIX_HOME``); a command the host's user could not run is still written,
 with a warning.
 
 FILE (followed through a link of this user's or root's, as dotfiles are; another user's
-link is refused) is backed up to FILE.bak before it changes, created when it is missing,
-and written in one rename. The backup is made exclusively, never through a link, at FILE's
-own mode from the start; only a regular file of this user's is replaced there (by a
-rename), anything else refused. FILE's directory may be writable by others (a shared
+link is refused) is backed up before it changes, created when it is missing, and written
+in one rename. The backup is FILE.bak, or when that exists FILE.bak.1, FILE.bak.2...: an
+earlier backup is never overwritten. It is made exclusively, never through a link, at
+FILE's own mode from the start; a name held by anything but a regular file of this user's
+is refused. FILE's directory may be writable by others (a shared
 project's ``.claude/``, /tmp), who could plant what the backup is written through.
 """
 
@@ -25,7 +28,7 @@ import shutil
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
 from hookbus.jsontext import json_type_name
 from hookbus.serve.rendezvous import home_root
@@ -35,7 +38,6 @@ from hookbus.hosts.settingsfile import (
     key_path,
     make_directory,
     read_json_file,
-    replace_atomically,
     write_atomically,
 )
 from hookbus.terminal import printable
@@ -378,26 +380,49 @@ def _what_is(status: os.stat_result) -> str:
     return next((name for test, name in kinds if test(status.st_mode)), "a device file")
 
 
-def write_backup(original: str, backup: str) -> None:
-    """Copy ``original`` (FILE, followed) to ``backup`` at its permission bits, never wider,
-    and never through what another user may have planted at ``backup``: it is created
-    exclusively, without following a link; an existing regular file of this user's is
-    replaced by a rename, which writes into no existing file (a hard link to another file
-    of the user's leaves that file as it was, and a link swapped in meanwhile is replaced
-    itself); anything else there is refused (ImportFailed)."""
+#: How many backups of one FILE there may be (FILE.bak, FILE.bak.1, ...).
+MAX_BACKUPS = 1000
+
+
+def backup_names(base: str) -> list[str]:
+    """The backups of a FILE whose first backup is ``base`` (``FILE.bak``) that exist now,
+    oldest first: ``base``, then ``base.1``, ``base.2``... up to the first missing one."""
+    found = []
+    for number in range(MAX_BACKUPS):
+        name = base if number == 0 else f"{base}.{number}"
+        if not os.path.lexists(name):
+            break
+        found.append(name)
+    return found
+
+
+def write_backup(original: str, base: str) -> str:
+    """Copy ``original`` (FILE, followed) to a backup of its own, and say which: ``base``
+    (FILE.bak) when there is none yet, else ``base.1``, ``base.2``... the first free one.
+    An earlier backup is never overwritten. Each name is tried exclusively, without
+    following a link, and the file is made at FILE's permission bits, never wider, so
+    nothing another user planted is written through. A name already taken by a regular
+    file of this user's is an earlier backup, passed over; anything else there (a link, a
+    FIFO, a directory, another user's file, which one could take for a backup) is refused
+    (ImportFailed)."""
     with open(original, "rb") as handle:
         data = handle.read()
         mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o777
-    try:
-        create_exclusively(backup, data, mode)
-        return
-    except FileExistsError:
-        pass
-    try:
-        status = os.lstat(backup)
-    except FileNotFoundError:
-        status = None  # gone meanwhile: the rename below makes it
-    if status is not None and not (stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid()):
+    number = 0
+    while number < MAX_BACKUPS:
+        backup = base if number == 0 else f"{base}.{number}"
+        try:
+            create_exclusively(backup, data, mode)
+            return backup
+        except FileExistsError:
+            pass
+        try:
+            status = os.lstat(backup)
+        except FileNotFoundError:
+            continue  # gone meanwhile: the same name again
+        if stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid():
+            number += 1  # an earlier backup: kept
+            continue
         if stat.S_ISREG(status.st_mode):
             what = f"a file of another user's (uid {status.st_uid})"
         elif stat.S_ISLNK(status.st_mode):
@@ -406,10 +431,36 @@ def write_backup(original: str, backup: str) -> None:
             what = _what_is(status)
         how = "" if stat.S_ISDIR(status.st_mode) else f" (rm {shlex.quote(backup)})"
         raise ImportFailed([
-            f"{backup}: {what} is where the backup goes, and hookbus replaces only a file of your own there: "
-            f"remove it{how} or move it away if you did not put it there, then run this again"
+            f"{backup}: {what} is where the backup goes, and hookbus writes a backup only into a new file, after "
+            f"earlier backups of your own: remove it{how} or move it away if you did not put it there, then run this again"
         ])
-    replace_atomically(Path(backup), data, mode)
+    raise ImportFailed([
+        f"{base}: {MAX_BACKUPS} backups of {original} are there already: move the old ones away, then run this again"
+    ])
+
+
+class Moves(Protocol):
+    """What ``--install-bridge`` moves out of a Claude Code FILE into the home, so that its
+    hooks run once (``claude_import.plan_migration`` makes it; this module cannot import
+    the import)."""
+
+    #: FILE's document without the entries that move: the bridge is merged into this.
+    remaining: dict[str, Any]
+    #: What the user should check about the hooks that move (stderr).
+    warnings: list[str]
+    #: What ``apply`` wrote, a line each.
+    done: list[str]
+
+    def command_events(self) -> dict[str, str]:
+        """The events (with why) that must keep the command bridge under ``--http``
+        because of a hook that moves."""
+
+    def lines(self, dry_run: bool) -> list[str]:
+        """What moves and what stays, an entry a line."""
+
+    def apply(self, before: dict[str, Any], after: dict[str, Any], backup: str | None) -> Callable[[], None]:
+        """Write the hooks that move, and the record of it, before FILE is written; what
+        takes them back out if FILE then cannot be."""
 
 
 def install_bridge(
@@ -420,11 +471,15 @@ def install_bridge(
     dry_run: bool = False,
     http: str | None = None,
     http_decisions: bool = False,
+    moves: Callable[[dict[str, Any]], Moves] | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """Merge the bridge into FILE (created when missing, backed up to FILE.bak before a
-    change), or print it; the exit code. ``http``: the address ``hookbus serve --http``
+    """Merge the bridge into FILE (created when missing, backed up to FILE.bak, or a
+    FILE.bak.N of its own, before a change), or print it; the exit code. ``moves``: what
+    moves FILE's own hooks into the home (Claude Code: ``claude_import.plan_migration``),
+    called with FILE's document; they are written before FILE, and taken back out if FILE
+    cannot be. ``http``: the address ``hookbus serve --http``
     printed, for http hooks where they cannot weaken a fail-closed hook, nor be answered
     with an approval or a rewrite by whoever holds the port while the server is down
     (unless ``http_decisions``): ``hookbus.hosts.httpbridge``. The token written is first
@@ -443,6 +498,8 @@ def install_bridge(
         document = read_json_file(shown, shown) if exists else {}
         if not isinstance(document, dict):
             raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
+        migration = moves(document) if moves is not None else None
+        source = migration.remaining if migration is not None else document
         if http is not None:
             from hookbus.hosts.httpbridge import TOKEN_VARIABLE, command_events, hook_url, plan_token
 
@@ -451,7 +508,9 @@ def install_bridge(
             url = hook_url(http)
             root = home_root(home)
             kept = command_events(root, host.events, decisions=http_decisions)
-            merged, lines = merge_bridge(document, command, shown, host, url, kept)
+            if migration is not None:
+                kept = {**migration.command_events(), **kept}
+            merged, lines = merge_bridge(source, command, shown, host, url, kept)
             if dry_run:
                 token_advice = f"the token goes into {shown}'s env when it is readable by you alone; nothing was made or checked"
             elif any(event not in kept for event in host.events):
@@ -467,14 +526,16 @@ def install_bridge(
         elif http_decisions:
             raise ImportFailed(["--http-decisions goes with --http: it lets the http hooks take the events whose answer approves or rewrites"])
         else:
-            merged, lines = merge_bridge(document, command, shown, host)
+            merged, lines = merge_bridge(source, command, shown, host)
     except ImportFailed as exc:
         for message in exc.messages:
             print(printable(message), file=err)
         print(printable(f"{shown} was not changed"), file=err)
         return 1
-    for line in lines:
+    for line in [*(migration.lines(dry_run) if migration is not None else ()), *lines]:
         print(printable(line), file=out)
+    for warning in migration.warnings if migration is not None else ():
+        print(printable(f"warning: {warning}"), file=err)
     for problem in command_problems(program, _host_user(shown)):
         print(printable(
             f"warning: {host.name} may fail to run the bridge: {problem}. "
@@ -482,7 +543,7 @@ def install_bridge(
         ), file=err)
     if token_advice is not None:
         print(printable(f"note: {token_advice}"), file=err)
-    if _has_own_hooks(document, host):
+    if migration is None and _has_own_hooks(document, host):
         advice = "remove those you imported with `hookbus import claude-code`" if host is CLAUDE_CODE else "move them into hookbus hooks"
         print(printable(f"note: the other hooks of {shown} still run as well: {advice}, or they run twice"), file=out)
     changed = merged != document or not exists
@@ -496,16 +557,24 @@ def install_bridge(
         return 0
     target = Path(os.path.realpath(shown))  # through a link (dotfiles), not over it: checked above
     try:
+        backup = None
         if exists:
-            backup = f"{shown}.bak"
-            write_backup(str(target), backup)
+            backup = write_backup(str(target), f"{shown}.bak")
             print(printable(f"backed up {shown} to {backup}"), file=out)
             mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777
         else:
             make_directory(target.parent, 0o755)
             # A file made for http hooks may keep their token: readable by you alone.
             mode = 0o600 if http is not None else 0o644
-        write_atomically(target, json.dumps(merged, indent=2, ensure_ascii=False) + "\n", mode)
+        # The home's hooks and the record first, FILE last: a failure between leaves FILE
+        # as it was, and takes back what was written.
+        undo = migration.apply(document, merged, backup) if migration is not None else None
+        try:
+            write_atomically(target, json.dumps(merged, indent=2, ensure_ascii=False) + "\n", mode)
+        except BaseException:
+            if undo is not None:
+                undo()
+            raise
     except ImportFailed as exc:
         for message in exc.messages:
             print(printable(message), file=err)
@@ -513,7 +582,10 @@ def install_bridge(
         return 1
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
-        print(printable(f"cannot write{where}: {exc.strerror or exc}; {shown} was not changed"), file=err)
+        home_too = ", nor the home" if migration is not None else ""
+        print(printable(f"cannot write{where}: {exc.strerror or exc}; {shown} was not changed{home_too}"), file=err)
         return 1
+    for line in migration.done if migration is not None else ():
+        print(printable(line), file=out)
     print(printable(f"wrote {shown}"), file=out)
     return 0

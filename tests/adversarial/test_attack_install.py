@@ -112,7 +112,7 @@ def test_a_fifo_as_the_backup_is_refused_without_blocking(project: Path, tmp_pat
         assert stat.S_ISFIFO(os.lstat(backup).st_mode)
 
 
-def test_a_hard_link_as_the_backup_is_replaced_not_written_into(project: Path, tmp_path: Path) -> None:
+def test_a_hard_link_as_the_backup_is_passed_over_not_written_into(project: Path, tmp_path: Path) -> None:
     with attack(2, "install: FILE.bak is a hard link to another of the user's files"):
         victim = tmp_path / "notes.txt"
         victim.write_text("the user's own file\n")
@@ -120,10 +120,13 @@ def test_a_hard_link_as_the_backup_is_replaced_not_written_into(project: Path, t
         os.link(victim, backup)
         result = install(project, "claude-code", tmp_path / "home")
         assert result.returncode == 0, result.stderr
+        # A file of the user's there is an earlier backup: kept, and the new one made beside it.
         assert victim.read_text() == "the user's own file\n"
-        assert backup.read_text() == ORIGINAL
-        assert stat.S_IMODE(os.lstat(backup).st_mode) == 0o600
-        assert os.lstat(backup).st_ino != os.lstat(victim).st_ino
+        assert os.lstat(backup).st_ino == os.lstat(victim).st_ino
+        new = Path(f"{project}.bak.1")
+        assert new.read_text() == ORIGINAL
+        assert stat.S_IMODE(os.lstat(new).st_mode) == 0o600
+        assert os.lstat(new).st_ino != os.lstat(victim).st_ino
 
 
 @pytest.mark.parametrize("host", HOSTS)
