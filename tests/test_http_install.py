@@ -90,8 +90,29 @@ def test_the_token_is_kept_only_in_a_file_no_one_else_may_read(home: Path, tmp_p
     result = install(shared, home, "--http", URL)
     assert result.returncode == 0
     assert token not in shared.read_text() and json.loads(shared.read_text())["env"] == {"OTHER": "1"}
-    assert "export HOOKBUS_HTTP_TOKEN=" in result.stderr and f"chmod 600 {shared}" in result.stderr
     assert token not in (tmp_path / "shared.json.bak").read_text()
+
+
+def test_no_http_hook_is_written_whose_token_claude_code_could_not_send(home: Path, tmp_path: Path) -> None:
+    """A file others may read cannot keep the token, and Claude Code would send none: every
+    call refused (401), its hooks silently not run. The gate, which reads the token from the
+    home's run file, takes every event instead."""
+    turn_off_home_guard(home)
+    shared = tmp_path / "shared.json"
+    shared.write_text("{}")
+    shared.chmod(0o644)
+    result = install(shared, home, "--http", URL, "--http-decisions")
+    assert result.returncode == 0, result.stderr
+    hooks = entries(shared)
+    assert all([hook["type"] for hook in hooks[event]] == ["command"] and "gate.sh" in hooks[event][0]["command"] for event in hooks)
+    assert f"{shared} is readable by others, so it cannot keep the token an http hook sends" in result.stdout
+    assert f"chmod 600 {shared}" in result.stdout and "the gate reads the token itself" in result.stdout
+    assert f"no hookbus serve --http of {home} runs now" in result.stderr
+    shared.chmod(0o600)
+    again = install(shared, home, "--http", URL, "--http-decisions")
+    assert again.returncode == 0, again.stderr
+    assert [hook["type"] for hook in entries(shared)["Stop"]] == ["http"]
+    assert "Stop: replace the bridge with http" in again.stdout
 
 
 def test_a_token_from_the_environment_is_never_written(home: Path, tmp_path: Path) -> None:
@@ -99,7 +120,8 @@ def test_a_token_from_the_environment_is_never_written(home: Path, tmp_path: Pat
     token = "a-token-the-user-manages-012345"
     result = install(settings, home, "--http", URL, token=token)
     assert result.returncode == 0 and token not in settings.read_text() and "env" not in json.loads(settings.read_text())
-    assert "Claude Code must have the same one in its environment" in result.stderr
+    assert "the token is $HOOKBUS_HTTP_TOKEN of this environment, which is never written" in result.stdout
+    assert all(hook["type"] == "command" for hooks in entries(settings).values() for hook in hooks)
 
 
 def test_a_dry_run_makes_no_token(home: Path, tmp_path: Path) -> None:
@@ -144,8 +166,16 @@ def test_running_it_again_switches_between_the_bridges(write_hook: HookWriter, h
     switched = install(settings, home, "--http", URL, "--http-decisions")
     assert "PreToolUse: replace the bridge with" in switched.stdout
     assert [hook["type"] for hook in entries(settings)["PreToolUse"]] == ["command"]
+    assert "gate.sh claude-code" in entries(settings)["PreToolUse"][0]["command"]
     assert install(settings, home).returncode == 0  # and back to the command bridge everywhere
-    assert all(hook["type"] == "command" for hooks in entries(settings).values() for hook in hooks)
+    assert all(hook["type"] == "command" and "gate.sh" not in hook["command"] for hooks in entries(settings).values() for hook in hooks)
+    assert install(settings, home, "--http", URL).returncode == 0  # the gate replaces the command bridge
+    assert "gate.sh claude-code" in entries(settings)["SessionStart"][0]["command"]
+    undone = hookbus("import", "claude-code", str(settings), "--uninstall-bridge", "--home", str(home))
+    assert undone.returncode == 0, undone.stderr
+    assert json.loads(settings.read_text())["hooks"] == {
+        "PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "mine.sh"}]}]
+    }
 
 
 @pytest.mark.parametrize(
@@ -172,9 +202,16 @@ def test_the_route_may_be_given_and_ipv6_is_taken(home: Path, tmp_path: Path) ->
     assert entries(settings)["Stop"][0]["url"] == "http://[::1]:9000/claude-code"
 
 
-def test_http_is_for_claude_code_and_the_bridge_only(home: Path, tmp_path: Path) -> None:
-    gemini = hookbus("import", "gemini-cli", str(tmp_path / "g.json"), "--install-bridge", "--http", URL, "--home", str(home))
-    assert gemini.returncode == 1 and "Gemini CLI has no http hooks" in gemini.stderr
+def test_gemini_cli_gets_the_gate_and_http_goes_with_the_bridge_only(home: Path, tmp_path: Path) -> None:
+    gemini_file = tmp_path / "g.json"
+    gemini = hookbus("import", "gemini-cli", str(gemini_file), "--install-bridge", "--http", URL, "--home", str(home))
+    assert gemini.returncode == 0, gemini.stderr
+    assert "Gemini CLI has no http hooks: the gate posts to the server" in gemini.stdout
+    gemini_hooks = entries(gemini_file)
+    assert set(gemini_hooks) == {"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart", "PreCompress"}
+    assert all("gate.sh gemini-cli" in hooks[0]["command"] and hooks[0]["timeout"] == 600000 for hooks in gemini_hooks.values())
+    bad = hookbus("import", "gemini-cli", str(gemini_file), "--install-bridge", "--http", "http://10.0.0.1:1", "--home", str(home))
+    assert bad.returncode == 1 and "loopback address" in bad.stderr
     plain = hookbus("import", "claude-code", str(tmp_path / "s.json"), "--http", URL, "--home", str(home))
     assert plain.returncode == 1 and "--http goes with --install-bridge" in plain.stderr
     decisions = hookbus("import", "claude-code", str(tmp_path / "s.json"), "--install-bridge", "--http-decisions", "--home", str(home))
@@ -231,24 +268,31 @@ def test_a_token_rotated_since_the_server_started_is_refused(home: Path, tmp_pat
     assert "restart the server" in result.stderr and f"{settings} was not changed" in result.stderr
 
 
-def test_a_token_from_the_environment_is_checked_too(home: Path, tmp_path: Path, server: tuple[Served, str]) -> None:
+def test_the_gate_is_checked_against_the_homes_server(home: Path, tmp_path: Path, server: tuple[Served, str]) -> None:
+    """With the token in the environment (never written), every event gets the gate, which
+    sends the token of the server's run file: that is what is checked, wherever the URL
+    points."""
     _, url = server
     settings = tmp_path / "settings.json"
-    wrong = install(settings, home, "--http", url, token="a-token-the-server-does-not-know-0123")
-    assert wrong.returncode == 1 and "refused the token of $HOOKBUS_HTTP_TOKEN of this environment" in wrong.stderr
-    right = install(settings, home, "--http", url, token=token_of(home))
-    assert right.returncode == 0 and f"the same one (checked: the server at {url} takes it)" in right.stderr
-    assert "env" not in json.loads(settings.read_text())
+    right = install(settings, home, "--http", url, token="a-token-the-server-does-not-know-0123")
+    assert right.returncode == 0, right.stderr
+    assert "no hookbus serve --http" not in right.stderr and "env" not in json.loads(settings.read_text())
+    elsewhere = install(tmp_path / "other.json", home, "--http", closed_port_url(), token="x-0123456789")
+    port = url.rsplit(":", 1)[1]
+    assert elsewhere.returncode == 0 and f"the server of {home} listens on 127.0.0.1:{port}" in elsewhere.stderr
 
 
 def test_a_server_of_another_home_is_refused(home: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     (other / "hooks").mkdir(parents=True)
     token = "a-token-both-homes-share-0123456789"
+    (home / "run").mkdir(mode=0o700, exist_ok=True)
+    (home / "run" / "http.token").write_text(token + "\n")
+    (home / "run" / "http.token").chmod(0o600)
     with Served(other, "--http", "127.0.0.1:0", env=environment(HOOKBUS_HTTP_TOKEN=token)) as served:
         host, port = http_address(served)
         settings = tmp_path / "settings.json"
-        result = install(settings, home, "--http", f"http://{host}:{port}", token=token)
+        result = install(settings, home, "--http", f"http://{host}:{port}")
     assert result.returncode == 1 and f"serves {other}, not {home}" in result.stderr and not settings.exists()
 
 

@@ -778,7 +778,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             moves=moves if host is CLAUDE_CODE else None,
         )
     if args.http is not None:
-        raise UsageError("--http goes with --install-bridge: it makes the bridge Claude Code's http hooks")
+        raise UsageError("--http goes with --install-bridge: it makes the bridge http hooks and the gate")
     if args.http_decisions:
         raise UsageError("--http-decisions goes with --install-bridge --http: it puts more of the bridge's events on http")
     if args.source == "gemini-cli":
@@ -828,7 +828,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         help="with --install-bridge, claude-code: http hooks posting to the `hookbus serve --http` at URL "
         "(http://127.0.0.1:PORT, as it printed), no process per call, with the server's token, checked against it "
         "first; SessionStart, events where a fail-closed hook could fire, and those whose answer approves or rewrites "
-        "(PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse) keep the command bridge",
+        "(PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse) get the gate, a bash command hook that posts "
+        "to the server and runs the command bridge when none answers; every event gets the gate when FILE cannot keep "
+        "the token (others may read it). gemini-cli: the gate on every event",
     )
     parser.add_argument(
         "--http-decisions", action="store_true",

@@ -5,15 +5,17 @@ The trade-off, and why some events keep the command bridge: when Claude Code can
 the server (it is down, the token is missing, the call times out), an http hook is a
 non-blocking error and the tool runs. That is what a hook that fails open would decide
 anyway, but it would make a fail-closed hook (``"on_error": "deny"``) fail open. So an
-event on which a fail-closed hook of the home could fire keeps the command bridge, which
-decides in-process when no server answers; as do SessionStart and Setup, where Claude Code
-runs command hooks only, and an event where a hook reads ``$CLAUDE_PROJECT_DIR``, which
-Claude Code gives to command hooks only.
+event on which a fail-closed hook of the home could fire gets a command hook, the gate
+(``hookbus.hosts.gate``: bash posting to the same server, the command bridge when none
+answers); as do SessionStart and Setup, where Claude Code runs command hooks only, and an
+event where a hook reads ``$CLAUDE_PROJECT_DIR``, which Claude Code gives to command hooks
+only.
 
 The token reaches Claude Code as ``$HOOKBUS_HTTP_TOKEN`` in its environment, named in the
 hook's ``allowedEnvVars`` (Claude Code fills a header's ``$VAR`` only for those). It is
-written into FILE's ``env`` only when FILE is a file no one else may read (mode 0600);
-otherwise the user is told how to export it.
+written into FILE's ``env`` only when FILE is a file no one else may read (mode 0600).
+When it cannot be, no http hook is written, since Claude Code could not send its token:
+the gate, which reads the token from the home's run file, takes every event.
 """
 
 from __future__ import annotations
@@ -170,6 +172,95 @@ def hooks_mentioning(home: str, event: str, word: str) -> list[str]:
     return found
 
 
+class Layout:
+    """Where ``--http`` puts what: ``url``, the http hooks' URL (None: no http hook, the
+    gate on every event); ``commands``, the events on a command hook (the gate), each
+    with why; ``token``, what to do about the token (None: no http hook needs one)."""
+
+    __slots__ = ("url", "commands", "token", "note")
+
+    def __init__(
+        self, url: str | None, commands: dict[str, str], token: TokenPlan | None = None, note: str | None = None
+    ) -> None:
+        self.url = url
+        self.commands = commands
+        self.token = token
+        #: What the user should know about the server the gate reaches (stderr).
+        self.note = note
+
+
+def plan_layout(
+    shown: str, home: str, text: str, events: tuple[str, ...], *, claude: bool, decisions: bool,
+    dry_run: bool, kept: dict[str, str] | None = None,
+) -> Layout:
+    """Where ``--http TEXT`` puts the bridge of FILE (``shown``): an http hook on the events
+    where it can neither fail open nor be obeyed from a squatter (``command_events``), the
+    gate on the others; the gate on every event when Claude Code could not send the token
+    (FILE is readable by others, or the token is the environment's, which is never
+    written), since no http hook is written whose token cannot reach the server, and for
+    Gemini CLI, which has no http hooks. ``kept``: events that must be commands for a
+    reason of the caller's (hooks moved out of FILE). ImportFailed when the server at the
+    URL refuses the token or serves another home."""
+    url = hook_url(text)
+    if not claude:
+        note = None if dry_run else _check_for_gate(url, home)
+        return Layout(None, {event: "Gemini CLI has no http hooks: the gate posts to the server" for event in events}, note=note)
+    commands = {**(kept or {}), **command_events(home, events, decisions=decisions)}
+    if all(event in commands for event in events):
+        return Layout(url, commands)
+    unsendable = _unsendable(shown)
+    if unsendable is not None:
+        note = None if dry_run else _check_for_gate(url, home)
+        why = f"{unsendable}; the gate reads the token itself"
+        return Layout(None, {event: commands.get(event, why) for event in events}, note=note)
+    if dry_run:
+        return Layout(url, commands, TokenPlan(note=f"the token goes into {shown}'s env; nothing was made or checked"))
+    token = plan_token(shown, home, url)
+    if token.env is None:  # no token to write: no http hook
+        return Layout(None, {event: commands.get(event, "no token could be written for an http hook") for event in events}, token)
+    return Layout(url, commands, token)
+
+
+def _unsendable(shown: str) -> str | None:
+    """Why Claude Code could not send the token of an http hook in FILE; None: FILE can
+    hold it in its ``env``."""
+    if os.environ.get(TOKEN_VARIABLE):
+        return (
+            f"the token is ${TOKEN_VARIABLE} of this environment, which is never written into {shown}, and Claude Code "
+            "may not have it: an http hook without it is refused (401) and its hooks do not run"
+        )
+    try:
+        status = os.stat(shown)
+    except FileNotFoundError:
+        return None  # made 0600
+    if status.st_uid == os.geteuid() and not stat.S_IMODE(status.st_mode) & 0o077:
+        return None
+    return (
+        f"{shown} is readable by others, so it cannot keep the token an http hook sends (chmod 600 {shown} and run "
+        "this again for http hooks)"
+    )
+
+
+def _check_for_gate(url: str, home: str) -> str | None:
+    """What can be checked of the server at ``url`` for a gate, which reaches the server of
+    ``home`` through its run file, wherever it listens, and sends that file's token: that
+    the server there takes it and serves ``home`` (ImportFailed when not). A note when the
+    home's server does not run now, or listens elsewhere."""
+    from hookbus.serve.gatefile import gate_token, read_gate_file
+
+    run, token = read_gate_file(home), gate_token(home)
+    if run is None or token is None:
+        return (
+            f"no hookbus serve --http of {home} runs now (it writes {home}/run/http.gate): until one does, the gate runs "
+            "the command bridge, in-process"
+        )
+    parts = urlsplit(url)
+    if run["port"] != str(parts.port) or run["host"] != str(parts.hostname):
+        return f"the server of {home} listens on {run['host']}:{run['port']}, not {parts.netloc}: the gate reaches it there"
+    check_token(url, token, home, f"{home}/run/http.gate")
+    return None
+
+
 class TokenPlan:
     """What the import does about the token: ``env``, what to write into FILE's env (None:
     nothing); ``line``, what to say of it on stdout; ``note``, what the user must know or do
@@ -188,35 +279,16 @@ def plan_token(shown: str, home: str, url: str) -> TokenPlan:
     the token is checked against the server there first, and never sent to a port another
     user holds. ImportFailed when the server refuses it, serves another home, or the port
     is another user's. A FILE that does not exist yet is made 0600, so it is private."""
-    from hookbus.serve.httpconfig import token_path
-
-    path = token_path(home)
-    given = os.environ.get(TOKEN_VARIABLE)
-    if given:
-        checked = check_token(url, given, home, f"${TOKEN_VARIABLE} of this environment")
-        same = "the same one" if checked is None else f"the same one ({checked})"
-        return TokenPlan(note=f"the token is ${TOKEN_VARIABLE}, which is not written into {shown}: Claude Code must have {same} in its environment")
-    try:
-        status = os.stat(shown)
-        private = status.st_uid == os.geteuid() and not stat.S_IMODE(status.st_mode) & 0o077
-    except FileNotFoundError:
-        private = True
-    from hookbus.serve.httpconfig import load_token
+    from hookbus.serve.httpconfig import load_token, token_path
     from hookbus.serve.listener import ensure_run_dir
 
+    path = token_path(home)
     try:
         ensure_run_dir(home)
         token, _ = load_token(home)
     except Exception as exc:  # ServeError: the message says what to do
         return TokenPlan(note=f"the token could not be read or made: {exc}")
     checked = check_token(url, token, home, path)
-    if not private:
-        return TokenPlan(note=(
-            f"Claude Code must have ${TOKEN_VARIABLE} in its environment, or every call is refused (401) and its "
-            f"hooks do not run: export {TOKEN_VARIABLE}=\"$(cat {path})\" where you start it, or make {shown} "
-            "readable by you alone (chmod 600 " + shown + ") and run this again to keep the token in its env"
-            + ("" if checked is None else f" ({checked})")
-        ))
     if checked is None:
         return TokenPlan(
             {TOKEN_VARIABLE: token},

@@ -112,8 +112,28 @@ def bridge_command(home: str | os.PathLike[str] | None = None, host: BridgedHost
     /abs/home``, shell-quoted. ``program``: the words that run hookbus (default: the running
     one); the home is the one hookbus would use (``home``, else ``$VIX_HOME``, else
     ``~/.vix``), always spelled out: the host's environment may have no VIX_HOME."""
-    words = [*(program if program is not None else running_hookbus()), host.verb, "--home", os.path.abspath(home_root(home))]
-    return " ".join(shlex.quote(word) for word in words)
+    return " ".join(shlex.quote(word) for word in bridge_words(home, host, program))
+
+
+def bridge_words(home: str | os.PathLike[str] | None = None, host: BridgedHost = CLAUDE_CODE, program: Sequence[str] | None = None) -> list[str]:
+    """``bridge_command``'s words, unquoted."""
+    return [*(program if program is not None else running_hookbus()), host.verb, "--home", os.path.abspath(home_root(home))]
+
+
+def gate_or_bridge(home: str | os.PathLike[str] | None, host: BridgedHost, program: Sequence[str]) -> tuple[str, str | None]:
+    """The command a host runs for an event ``--http`` keeps on a command: the gate
+    (``hookbus.hosts.gate``), which starts no Python while the server answers, in front of
+    the bridge; the bridge alone, with why, when this machine has no bash the gate runs on."""
+    from hookbus.hosts.gate import MIN_BASH, bash_version, find_bash, gate_command
+
+    words = bridge_words(home, host, program)
+    bash = find_bash()
+    version = bash_version(bash) if bash is not None else None
+    if bash is None or version is None or version < MIN_BASH:
+        found = "no bash was found" if bash is None else f"{bash} is bash {version or '(unknown)'}"
+        why = f"{found}, and the gate needs bash {MIN_BASH[0]}.{MIN_BASH[1]} or later: the command bridge is written instead"
+        return " ".join(shlex.quote(word) for word in words), why
+    return gate_command(words, host.verb, os.path.abspath(home_root(home)), bash), None
 
 
 def _user_name(uid: int) -> str:
@@ -264,11 +284,14 @@ def merge_bridge(
     a line per event saying what was done. The user's other hooks stay as they are.
 
     With ``http_url`` (Claude Code only), the bridge is an http hook posting there, except
-    on the events of ``keep_command`` (event: why), which keep the command bridge. A bridge
-    of the other kind on an event is replaced, so that running this again with or without
-    ``--http`` switches between them."""
+    on the events of ``keep_command`` (event: why), which keep ``command`` (under
+    ``--http``, the gate). A bridge of the other kind on an event (http, command or gate)
+    is replaced, so that running this again with or without ``--http`` switches between
+    them."""
+    from hookbus.hosts.gate import is_gate_command
     from hookbus.hosts.httpbridge import http_entry, is_http_bridge
 
+    gate = is_gate_command(command)  # a gate replaces the plain bridge, and the other way round
     hooks = document.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ImportFailed([f"{shown}: expected an object of events, got {json_type_name(hooks)} @ $.hooks"])
@@ -293,11 +316,11 @@ def merge_bridge(
         ]
         commands = [entry.get("command") for entry in entries if is_bridge_command(entry.get("command"), host)]
         https = [entry for entry in entries if is_http_bridge(entry)]
-        why_command = f" (kept on the command bridge: {keep_command[event]})" if http_url is not None and event in keep_command else ""
+        why_command = f" (a command hook: {keep_command[event]})" if event in keep_command else ""
         if (as_command and command in commands and not https) or (not as_command and wanted in https and not commands):
             lines.append(f"{event}: already routed to {what}{why_command}")
             continue
-        if as_command and commands and not https:
+        if as_command and commands and not https and all(is_gate_command(found) == gate for found in commands):
             lines.append(
                 f"{event}: left alone: already routed by {commands[0]!r}, not {command!r} "
                 "(edit it by hand if you meant this one)"
@@ -482,8 +505,9 @@ def install_bridge(
     cannot be. ``http``: the address ``hookbus serve --http``
     printed, for http hooks where they cannot weaken a fail-closed hook, nor be answered
     with an approval or a rewrite by whoever holds the port while the server is down
-    (unless ``http_decisions``): ``hookbus.hosts.httpbridge``. The token written is first
-    checked against the server there."""
+    (unless ``http_decisions``), and the gate on the other events
+    (``hookbus.hosts.httpbridge.plan_layout``). The token written is first checked
+    against the server there."""
     out = out or sys.stdout
     err = err or sys.stderr
     shown = os.fspath(file)
@@ -501,28 +525,25 @@ def install_bridge(
         migration = moves(document) if moves is not None else None
         source = migration.remaining if migration is not None else document
         if http is not None:
-            from hookbus.hosts.httpbridge import TOKEN_VARIABLE, command_events, hook_url, plan_token
+            from hookbus.hosts.httpbridge import TOKEN_VARIABLE, plan_layout
 
-            if host is not CLAUDE_CODE:
-                raise ImportFailed([f"--http: {host.name} has no http hooks; install its command bridge (without --http)"])
-            url = hook_url(http)
             root = home_root(home)
-            kept = command_events(root, host.events, decisions=http_decisions)
-            if migration is not None:
-                kept = {**migration.command_events(), **kept}
-            merged, lines = merge_bridge(source, command, shown, host, url, kept)
-            if dry_run:
-                token_advice = f"the token goes into {shown}'s env when it is readable by you alone; nothing was made or checked"
-            elif any(event not in kept for event in host.events):
-                plan = plan_token(shown, root, url)
-                token_advice = plan.note
-                if plan.env is not None:
-                    env = merged.get("env")
-                    if env is not None and not isinstance(env, dict):
-                        raise ImportFailed([f"{shown}: expected an object of variables, got {json_type_name(env)} @ $.env"])
-                    merged["env"] = {**(env or {}), **plan.env}
-                    if (env or {}).get(TOKEN_VARIABLE) != plan.env[TOKEN_VARIABLE] and plan.line is not None:
-                        lines.append(plan.line)
+            layout = plan_layout(
+                shown, root, http, host.events, claude=host is CLAUDE_CODE, decisions=http_decisions, dry_run=dry_run,
+                kept=migration.command_events() if migration is not None else None,
+            )
+            command, no_gate = gate_or_bridge(home, host, program)
+            merged, lines = merge_bridge(source, command, shown, host, layout.url, layout.commands)
+            plan = layout.token
+            notes = [note for note in (no_gate, layout.note, plan.note if plan is not None else None) if note]
+            token_advice = "; ".join(notes) or None
+            if plan is not None and plan.env is not None:
+                env = merged.get("env")
+                if env is not None and not isinstance(env, dict):
+                    raise ImportFailed([f"{shown}: expected an object of variables, got {json_type_name(env)} @ $.env"])
+                merged["env"] = {**(env or {}), **plan.env}
+                if (env or {}).get(TOKEN_VARIABLE) != plan.env[TOKEN_VARIABLE] and plan.line is not None:
+                    lines.append(plan.line)
         elif http_decisions:
             raise ImportFailed(["--http-decisions goes with --http: it lets the http hooks take the events whose answer approves or rewrites"])
         else:

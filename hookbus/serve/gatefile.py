@@ -71,6 +71,17 @@ def read_gate_file(home: str) -> dict[str, str] | None:
     return {"pid": words[0], "host": words[1], "port": words[2]}
 
 
+def gate_token(home: str) -> str | None:
+    """The token the gate sends to this home's server (the run file's); None when there is
+    no run file, or it cannot be read."""
+    try:
+        with open(gate_file_path(home), encoding="ascii", errors="replace") as handle:
+            words = handle.readline(4096).split()
+    except OSError:
+        return None
+    return words[4] if len(words) == 5 else None
+
+
 def remove_gate_file(home: str, proof: str) -> None:
     """Remove the run file when it is still this server's (holds ``proof``)."""
     path = gate_file_path(home)
