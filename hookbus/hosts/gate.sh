@@ -45,9 +45,14 @@ case ${LC_ALL:-${LC_CTYPE:-${LANG-}}} in
   ''|C|POSIX|C.*|*[Uu][Tt][Ff]-8*|*[Uu][Tt][Ff]8*) ;;
   *) gate_bridge "$@" ;;  # Python would decode stdin in another charset
 esac
+# Bytes, not characters, from here on: Content-Length counts bytes, and a pattern's range
+# is one of bytes. (Patterns, not regular expressions: bash compiles a regex at each test.)
+if [[ ${LC_ALL+set} ]]; then gate_saved_lc_all=$LC_ALL; fi
+LC_ALL=C
 # The server: a live process of this user's, the proof, the token.
 IFS=' ' read -r gate_pid gate_address gate_port gate_proof gate_token gate_rest 2>/dev/null < "$gate_home/run/http.gate"
-if [[ -n $gate_rest || ! $gate_pid =~ ^[0-9]+$ || ! $gate_port =~ ^[0-9]+$ || ! $gate_address =~ ^[0-9A-Fa-f:.]+$ || ! $gate_token =~ ^[!-~]+$ || ! -O /proc/$gate_pid ]]; then
+if [[ -n $gate_rest || -z $gate_pid || -z $gate_port || -z $gate_address || -z $gate_proof || -z $gate_token
+      || $gate_pid$gate_port == *[!0-9]* || $gate_address == *[!0-9A-Fa-f:.]* || $gate_token == *[![:graph:]]* || ! -O /proc/$gate_pid ]]; then
   gate_bridge "$@"
 fi
 # What the bridge reads from its environment goes along as headers (one line each).
@@ -58,9 +63,6 @@ case $gate_host in
   *) gate_bridge "$@" ;;
 esac
 
-# Bytes, not characters, from here on: Content-Length counts bytes.
-if [[ ${LC_ALL+set} ]]; then gate_saved_lc_all=$LC_ALL; fi
-LC_ALL=C
 for gate_var in $gate_vars; do
   if [[ ${!gate_var+set} ]]; then
     gate_value=${!gate_var}
@@ -102,11 +104,10 @@ gate_ours() {  # the answer is the server's of the run file; else nothing of thi
   echo "hookbus gate: what answers on $gate_address:$gate_port is not the server of $gate_home (its answer lacks the proof of $gate_home/run/http.gate); running the bridge" >&2
   gate_bridge "$@"
 }
-gate_sized=$'^HTTP/1\\.1 [0-9]{3} ([0-9]{9})\r$'
 gate_after_status() {  # gate_rest: what follows the status line, within $1 seconds
   gate_rest=
-  if [[ $gate_line =~ $gate_sized ]]; then
-    gate_size=$(( 10#${BASH_REMATCH[1]} ))
+  if [[ ${#gate_line} == 23 && $gate_line == "HTTP/1.1 "[0-9][0-9][0-9]" "[0-9]*$'\r' && ${gate_line:13:9} != *[!0-9]* ]]; then
+    gate_size=$(( 10#${gate_line:13:9} ))
     (( gate_size == 0 )) || IFS= read -r -d '' -N "$gate_size" -t "$1" -u 3 gate_rest
   else  # not the server's (the proof will tell): to the end of the connection
     IFS= read -r -d '' -N 67108864 -t "$1" -u 3 gate_rest
@@ -124,7 +125,8 @@ if [[ $gate_status == 102 ]]; then
   gate_after_status 5
   gate_ours "$@"
   gate_wait=0
-  gate_field hookbus-wait && [[ $gate_value =~ ^[0-9]{1,9}(\.[0-9]*)?$ ]] && gate_wait=${gate_value%.*}
+  gate_field hookbus-wait && [[ $gate_value != *[!0-9.]* ]] && gate_value=${gate_value%.*} \
+    && [[ -n $gate_value && ${#gate_value} -le 9 && $gate_value != *[!0-9]* ]] && gate_wait=$gate_value
   gate_line=
   IFS= read -r -t "$(( 10#$gate_wait + 3 ))" -u 3 gate_line
   [[ $gate_line == HTTP/1.1\ [0-9][0-9][0-9]* ]] || gate_bridge "$@" --no-server --undecided "$gate_lost gave no answer after it started the hooks"
@@ -147,7 +149,8 @@ gate_length= gate_stdout= gate_exit=
 gate_field content-length && gate_length=$gate_value
 gate_field hookbus-stdout && gate_stdout=$gate_value
 gate_field hookbus-exit && gate_exit=$gate_value
-if [[ $gate_rest != *$'\r\n\r\n'* || ! $gate_length =~ ^[0-9]{1,9}$ || ! $gate_stdout =~ ^[0-9]{1,9}$ || ! $gate_exit =~ ^[0-9]{1,3}$ ]] \
+if [[ $gate_rest != *$'\r\n\r\n'* || -z $gate_length || -z $gate_stdout || -z $gate_exit || ${#gate_length} -gt 9 || ${#gate_stdout} -gt 9
+      || ${#gate_exit} -gt 3 || $gate_length$gate_stdout$gate_exit == *[!0-9]* ]] \
     || (( 10#$gate_stdout > 10#$gate_length || ${#gate_out} != 10#$gate_length )); then
   gate_bridge "$@" --no-server --undecided "$gate_lost sent an answer cut short"
 fi
