@@ -14,11 +14,18 @@ UserPromptSubmit, PreToolUse, PostToolUse and Stop (matcher ``*`` on the tool ev
   ``hookbus import claude-code FILE --install-bridge``) with ``hookbus serve`` running; the
   home holds one sync ``exit 0`` command hook per event (ThreadStart for SessionStart);
 - ``http``: Claude Code's http hooks posting to ``hookbus serve --http 127.0.0.1:0``
-  (``--install-bridge --http URL --http-decisions``; SessionStart stays on the command
-  bridge, Claude Code runs no http hook there), same home and hooks. The token reaches Claude Code through the
+  (``--install-bridge --http URL --http-decisions``; SessionStart takes the gate, Claude
+  Code runs no http hook there), same home and hooks. The token reaches Claude Code through the
   settings file's own ``env`` block, which the installer writes into a new (0600) file, and
   which Claude Code uses to fill ``$HOOKBUS_HTTP_TOKEN`` in the hook's header; when that
   block is missing the token is put in claude's environment instead.
+- ``default``: what ``--install-bridge --http URL`` writes by default, with the home guard
+  ON (``protect_home`` left as it is): the gate (``hookbus/hosts/gate.sh``, a bash command
+  hook posting to the server) on SessionStart and on the events whose answer approves or
+  rewrites (PreToolUse, UserPromptSubmit, PostToolUse), http hooks on Stop; the same
+  trivial hooks, in a home of its own with its own server.
+- ``guard-only``: as ``default``, in a home with no hook but the built-in guard: hookbus's
+  own no-op, which runs no process on the server's side.
 
 ``bridge`` and ``http`` share one ``hookbus serve --http`` per hookbus executable.
 ``--also-hookbus LABEL=PATH`` adds ``bridge@LABEL`` and ``http@LABEL`` for another hookbus
@@ -175,12 +182,15 @@ class HookbusServer:
     process: subprocess.Popen[bytes]
 
 
-def write_hookbus_home(home: Path) -> None:
-    """One trivial sync command hook per event. The built-in home guard is off: it would keep
-    PreToolUse on the command bridge, and what is compared is each transport's cost."""
+def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True) -> None:
+    """One trivial sync command hook per event (none without ``hooks``). The built-in home
+    guard is off unless ``guard``: it keeps PreToolUse off Claude Code's http hooks, and
+    what ``bridge`` and ``http`` compare is each transport's cost."""
     home.mkdir(parents=True, exist_ok=True)
-    (home / "settings.json").write_text(json.dumps({"protect_home": False}) + "\n")
-    for event in EVENTS:
+    (home / "hooks").mkdir(exist_ok=True)
+    if not guard:
+        (home / "settings.json").write_text(json.dumps({"protect_home": False}) + "\n")
+    for event in EVENTS if hooks else ():
         vix = VIX_EVENTS[event]
         hook_id = f"trivial-{vix.lower()}"
         folder = home / "hooks" / hook_id
@@ -189,9 +199,11 @@ def write_hookbus_home(home: Path) -> None:
         (folder / "hook.json").write_text(json.dumps(spec, indent=2) + "\n")
 
 
-def start_hookbus(label: str, executable: str, root: Path, processes: Processes) -> HookbusServer:
+def start_hookbus(
+    label: str, executable: str, root: Path, processes: Processes, guard: bool = False, hooks: bool = True
+) -> HookbusServer:
     home = root / f"hookbus-home-{label}"
-    write_hookbus_home(home)
+    write_hookbus_home(home, guard, hooks)
     log = root / f"serve-{label}.log"
     process = processes.start([executable, "serve", "--home", str(home), "--http", "127.0.0.1:0"], stdout=log,
                               env=clean_env())
@@ -234,25 +246,34 @@ def plain_config(key: str, root: Path, hook: dict[str, Any] | None, describe: st
     return Config(key, describe, path, home, cwd, transports(settings))
 
 
-def hookbus_config(key: str, root: Path, server: HookbusServer, http: bool) -> Config:
+#: What each hookbus config is, by its kind.
+HOOKBUS_KINDS = {
+    "bridge": "hookbus command bridge",
+    "http": "hookbus http hooks (--http-decisions)",
+    "default": "hookbus --install-bridge --http, guard on: the gate and http hooks",
+    "guard-only": "as default, in a home with no hook but the guard (hookbus's own no-op)",
+}
+
+
+def hookbus_config(key: str, root: Path, server: HookbusServer, kind: str) -> Config:
     home, cwd = root / f"claude-home-{key}", root / f"cwd-{key}"
     home.mkdir()
     cwd.mkdir()
     path = root / f"settings-{key.replace('@', '-')}.json"
     argv = [server.executable, "import", "claude-code", str(path), "--install-bridge", "--home", str(server.home)]
-    if http:
+    http = kind != "bridge"
+    if kind == "http":
         # Every event that can go over http does, as the figures always measured (the
-        # default keeps the decision events on the command bridge, against port squatters).
+        # default puts the decision events on the gate, against port squatters).
         argv += ["--http", server.url, "--http-decisions"]
+    elif kind in ("default", "guard-only"):
+        argv += ["--http", server.url]
     done = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     settings = json.loads(path.read_text())
-    config = Config(
-        key, f"hookbus {'http hooks' if http else 'command bridge'} ({server.executable})", path, home, cwd,
-        transports(settings), server=server.label,
-    )
-    if http:
+    config = Config(key, f"{HOOKBUS_KINDS[kind]} ({server.executable})", path, home, cwd, transports(settings), server=server.label)
+    if http and "http" in config.transport.values():
         if (settings.get("env") or {}).get(TOKEN_VARIABLE):
             config.token_via = "the settings file's env block"
         else:
@@ -458,7 +479,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=8, help="measured runs a config (default 8)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs a config first (default 1)")
-    parser.add_argument("--configs", default="none,native,bridge,http", help="which of none,native,bridge,http")
+    parser.add_argument(
+        "--configs", default="none,native,bridge,http,default,guard-only",
+        help="which of none,native,bridge,http,default,guard-only",
+    )
     parser.add_argument("--also-hookbus", action="append", default=[], metavar="LABEL=PATH",
                         help="add bridge@LABEL and http@LABEL for this hookbus executable")
     parser.add_argument("--out", help="write the figures as JSON here")
@@ -467,9 +491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     claude = find_claude()
     hookbus = find_hookbus(os.environ.get("HOOKBUS_BIN") or str(Path(sys.executable).parent / "hookbus"))
     wanted = [name.strip() for name in args.configs.split(",") if name.strip()]
-    unknown = set(wanted) - {"none", "native", "bridge", "http"}
+    unknown = set(wanted) - {"none", "native", *HOOKBUS_KINDS}
     if unknown or "none" not in wanted:
-        raise SystemExit(f"--configs: expected some of none,native,bridge,http, with none (the baseline); got {args.configs}")
+        raise SystemExit(f"--configs: expected some of none,native,{','.join(HOOKBUS_KINDS)}, with none (the baseline); got {args.configs}")
     extra = [tuple(item.split("=", 1)) for item in args.also_hookbus]
     if any(len(item) != 2 or not item[0] for item in extra):
         raise SystemExit("--also-hookbus: expected LABEL=PATH")
@@ -512,7 +536,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             suffix = f"@{label}" if label else ""
             for kind in ("bridge", "http"):
                 if kind in wanted or label:
-                    configs[kind + suffix] = hookbus_config(kind + suffix, root, server, kind == "http")
+                    configs[kind + suffix] = hookbus_config(kind + suffix, root, server, kind)
+        if "default" in wanted:
+            # A home of its own: the guard on, as a user's is.
+            guarded = servers["guarded"] = start_hookbus("guarded", hookbus, root, processes, guard=True)
+            configs["default"] = hookbus_config("default", root, guarded, "default")
+        if "guard-only" in wanted:
+            bare = servers["bare"] = start_hookbus("bare", hookbus, root, processes, guard=True, hooks=False)
+            configs["guard-only"] = hookbus_config("guard-only", root, bare, "guard-only")
         for config in configs.values():
             print(f"[bench] {config.key}: {config.describe}; hooks {config.transport}"
                   + (f"; token via {config.token_via}" if config.token_via else ""), file=sys.stderr)
