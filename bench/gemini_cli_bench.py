@@ -16,9 +16,9 @@ on (SessionStart, BeforeAgent, PreCompress, BeforeTool, AfterTool, AfterAgent):
   ``hookbus import gemini-cli FILE --install-bridge``) with ``hookbus serve`` running;
 - ``gate``: the gate (``hookbus/hosts/gate.sh``: a bash command hook posting the host's stdin
   to the server with bash builtins) in front of the same bridge, with ``hookbus serve --http
-  127.0.0.1:0`` running. Written by ``--install-bridge --http URL`` when this hookbus takes
-  ``--http`` for gemini-cli; else the installer's bridge commands are replaced by
-  ``hookbus.hosts.gate.gate_command`` (what that option writes). Which one is reported.
+  127.0.0.1:0`` running, as ``--install-bridge --http URL`` writes it;
+- ``guard-only``: the same, in a home with no hook but the built-in guard: hookbus's own
+  no-op, which starts no process on the server's side.
 
 ``bridge`` and ``gate`` each have a hookbus home and server of their own, holding one
 trivial sync hook (``exit 0``) per event (hookbus's names: ThreadStart, UserPromptSubmit,
@@ -62,7 +62,6 @@ import atexit
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import statistics
@@ -75,7 +74,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hookbus.dialects.gemini_names import VIX_EVENT
-from hookbus.hosts.gate import gate_command, is_gate_command
+from hookbus.hosts.gate import is_gate_command
 from hookbus.hosts.install import GEMINI_CLI
 
 HERE = Path(__file__).resolve().parent
@@ -192,10 +191,11 @@ class HookbusServer:
     process: subprocess.Popen[bytes]
 
 
-def write_hookbus_home(home: Path) -> None:
-    """One trivial sync command hook per event; the home guard left on (hookbus's default)."""
-    home.mkdir(parents=True, exist_ok=True)
-    for event in EVENTS:
+def write_hookbus_home(home: Path, hooks: bool = True) -> None:
+    """One trivial sync command hook per event (none without ``hooks``); the home guard
+    left on (hookbus's default)."""
+    (home / "hooks").mkdir(parents=True, exist_ok=True)
+    for event in EVENTS if hooks else ():
         vix = VIX_EVENT[event]
         hook_id = f"trivial-{vix.lower()}"
         folder = home / "hooks" / hook_id
@@ -204,9 +204,11 @@ def write_hookbus_home(home: Path) -> None:
         (folder / "hook.json").write_text(json.dumps(spec, indent=2) + "\n")
 
 
-def start_hookbus(label: str, executable: str, root: Path, processes: Processes, http: bool) -> HookbusServer:
+def start_hookbus(
+    label: str, executable: str, root: Path, processes: Processes, http: bool, hooks: bool = True
+) -> HookbusServer:
     home = root / f"hookbus-home-{label}"
-    write_hookbus_home(home)
+    write_hookbus_home(home, hooks)
     log = root / f"serve-{label}.log"
     argv = [executable, "serve", "--home", str(home)] + (["--http", "127.0.0.1:0"] if http else [])
     process = processes.start(argv, stdout=log, env=clean_env())
@@ -268,35 +270,22 @@ def install(server: HookbusServer, path: Path, http: bool) -> subprocess.Complet
 
 
 def hookbus_config(key: str, root: Path, server: HookbusServer) -> Config:
-    """``bridge``: what ``--install-bridge`` writes; ``gate``: what ``--install-bridge --http
-    URL`` writes, or (when this hookbus does not take it for gemini-cli yet) the installer's
-    bridge commands each put behind ``gate_command``. The hooks are written into a file of
-    their own, then moved into the config's settings."""
+    """``bridge``: what ``--install-bridge`` writes; ``gate`` and ``guard-only``: what
+    ``--install-bridge --http URL`` writes. The hooks are written into a file of their own,
+    then moved into the config's settings."""
     path = root / f"installed-{key}.json"
-    done = install(server, path, http=key == "gate")
-    settings_by = f"hookbus import gemini-cli --install-bridge{' --http URL' if key == 'gate' else ''}"
-    describe = f"hookbus command bridge ({server.executable})"
-    if key == "gate":
-        describe = f"hookbus gate in front of the bridge ({server.executable})"
-        if done.returncode != 0:
-            refused = (done.stdout + done.stderr).strip().splitlines()
-            print(f"[bench] gate: the installer refused --http ({refused[0] if refused else done.returncode}); "
-                  "building the gate commands with hookbus.hosts.gate.gate_command", file=sys.stderr)
-            done = install(server, path, http=False)
-            settings_by = "hookbus import gemini-cli --install-bridge, each command put behind gate_command()"
+    gated = key != "bridge"
+    done = install(server, path, http=gated)
+    settings_by = f"hookbus import gemini-cli --install-bridge{' --http URL' if gated else ''}"
+    describe = {
+        "bridge": f"hookbus command bridge ({server.executable})",
+        "gate": f"hookbus gate in front of the bridge ({server.executable})",
+        "guard-only": f"the gate, in a home with no hook but the guard: hookbus's own no-op ({server.executable})",
+    }[key]
     if done.returncode != 0:
         raise SystemExit(f"hookbus import gemini-cli {path} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     installed = json.loads(path.read_text())
     hooks = installed.get("hooks") or {}
-    if key == "gate" and "gate_command" in settings_by:
-        bridge_words = [server.executable, GEMINI_CLI.verb, "--home", str(server.home)]
-        bridge = " ".join(shlex.quote(word) for word in bridge_words)
-        for groups in hooks.values():
-            for group in groups:
-                for hook in group.get("hooks") or []:
-                    if hook.get("command") != bridge:
-                        raise SystemExit(f"unexpected command from the installer: {hook.get('command')!r}")
-                    hook["command"] = gate_command(bridge_words, GEMINI_CLI.verb, str(server.home))
     config = new_config(key, root, hooks, describe, settings_by=settings_by, server=server.label)
     missing = [event for event, kind in config.transport.items() if kind is None]
     if missing:
@@ -509,7 +498,7 @@ def find_hookbus(named: str) -> str:
     return os.path.abspath(found)
 
 
-CONFIGS = ("none", "native", "bridge", "gate")
+CONFIGS = ("none", "native", "bridge", "gate", "guard-only")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -555,9 +544,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "native" in wanted:
             configs["native"] = plain_config("native", root, str(noop), "bash script `exit 0` as a command hook")
         servers: dict[str, HookbusServer] = {}
-        for key in ("bridge", "gate"):
+        for key in ("bridge", "gate", "guard-only"):
             if key in wanted:
-                servers[key] = start_hookbus(key, hookbus, root, processes, http=key == "gate")
+                servers[key] = start_hookbus(
+                    key, hookbus, root, processes, http=key != "bridge", hooks=key != "guard-only"
+                )
                 configs[key] = hookbus_config(key, root, servers[key])
         for config in configs.values():
             print(f"[bench] {config.key}: {config.describe}; hooks {config.transport}; settings by {config.settings_by}",
