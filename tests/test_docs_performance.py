@@ -118,3 +118,22 @@ def test_the_stress_summary_has_a_row_for_each_promise() -> None:
     numbers = sorted(int(n) for n in re.findall(r"attacks held / tried, promise (\d+)", text))
     assert numbers == list(range(1, 11))
     assert "[security model](security.md)" in section(DOC, "Reliability")
+
+
+def test_the_host_benches_it_names_exist_and_take_the_configs_it_names() -> None:
+    """"Inside the real hosts": each script it runs is there, and each config it describes
+    is one that script takes (the hosts themselves are not installed here)."""
+    text = section(DOC, "Inside the real hosts")
+    scripts = set(re.findall(r"\.venv/bin/python (bench/\S+\.py)", text))
+    assert scripts == {"bench/claude_code_bench.py", "bench/claude_code_server_down.py", "bench/gemini_cli_bench.py"}
+    for script in scripts:
+        assert (REPO / script).is_file(), script
+    described = set(re.findall(r"^- `([a-z-]+)`:", text, re.M))
+    assert described == {"native", "default", "guard-only", "http", "bridge"}
+    for script in ("claude_code_bench.py", "gemini_cli_bench.py"):
+        shown = subprocess.run([sys.executable, str(REPO / "bench" / script), "--help"], capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+    claude_help = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "claude_code_bench.py"), "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert all(config in claude_help for config in described)
