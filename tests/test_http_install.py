@@ -329,3 +329,23 @@ def test_a_404_on_ping_is_taken_only_from_an_older_hookbus(home: Path, tmp_path:
     else:
         assert result.returncode == 0, result.stderr
         assert "an older hookbus serve, which does not say its home" in result.stdout
+
+
+def test_without_a_bash_the_gate_runs_on_the_command_bridge_is_written_and_said(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS's /bin/bash is 3.2: the gate needs 4.2, so the installer writes the command
+    bridge there, and says why."""
+    from hookbus.hosts import gate
+    from hookbus.hosts.install import CLAUDE_CODE, gate_or_bridge
+
+    old_bash = tmp_path / "bash"
+    old_bash.write_text("#!/bin/sh\necho 3 2\n")
+    old_bash.chmod(0o755)
+    monkeypatch.setattr(gate, "find_bash", lambda: str(old_bash))
+    command, why = gate_or_bridge(home, CLAUDE_CODE, ["/opt/hookbus"])
+    assert command == f"/opt/hookbus claude-code-hook --home {home}"
+    assert why is not None and f"{old_bash} is bash 3.2" in why and "bash 4.2 or later" in why
+    monkeypatch.setattr(gate, "find_bash", lambda: None)
+    command, why = gate_or_bridge(home, CLAUDE_CODE, ["/opt/hookbus"])
+    assert "gate.sh" not in command and why is not None and why.startswith("no bash was found")

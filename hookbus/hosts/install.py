@@ -130,7 +130,10 @@ def gate_or_bridge(home: str | os.PathLike[str] | None, host: BridgedHost, progr
     bash = find_bash()
     version = bash_version(bash) if bash is not None else None
     if bash is None or version is None or version < MIN_BASH:
-        found = "no bash was found" if bash is None else f"{bash} is bash {version or '(unknown)'}"
+        if bash is None:
+            found = "no bash was found"
+        else:
+            found = f"{bash} is bash {version[0]}.{version[1]}" if version else f"{bash} did not say its version"
         why = f"{found}, and the gate needs bash {MIN_BASH[0]}.{MIN_BASH[1]} or later: the command bridge is written instead"
         return " ".join(shlex.quote(word) for word in words), why
     return gate_command(words, host.verb, os.path.abspath(home_root(home)), bash), None
