@@ -206,8 +206,8 @@ def plan_layout(
         note = None if dry_run else _check_for_gate(url, home)
         return Layout(None, {event: "Gemini CLI has no http hooks: the gate posts to the server" for event in events}, note=note)
     commands = {**(kept or {}), **command_events(home, events, decisions=decisions)}
-    if all(event in commands for event in events):
-        return Layout(url, commands)
+    if all(event in commands for event in events):  # no http hook: the gate everywhere
+        return Layout(url, commands, note=None if dry_run else _check_for_gate(url, home))
     unsendable = _unsendable(shown)
     if unsendable is not None:
         note = None if dry_run else _check_for_gate(url, home)
