@@ -20,6 +20,7 @@ import pytest
 
 from hookbus.hosts.bridgerecord import DIRECTORY
 from hookbus.hosts.install import is_bridge_command
+from migratekit import hook_ids, read, write_json
 from servekit import environment, hookbus
 
 pytestmark = pytest.mark.timeout(120)
@@ -68,21 +69,6 @@ def install(file: Path, home: Path, *extra: str) -> subprocess.CompletedProcess[
 
 def uninstall(file: Path, home: Path, *extra: str, host: str = "claude-code") -> subprocess.CompletedProcess[str]:
     return run("import", host, str(file), "--uninstall-bridge", "--home", str(home), *extra)
-
-
-def write_json(path: Path, document: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2))
-    return path
-
-
-def read(path: Path) -> Any:
-    return json.loads(path.read_text())
-
-
-def hook_ids(home: Path) -> list[str]:
-    hooks = home / "hooks"
-    return sorted(p.name for p in hooks.iterdir()) if hooks.exists() else []
 
 
 def records(home: Path) -> list[Path]:

@@ -21,6 +21,7 @@ import pytest
 
 from hookbus.hosts.bridgerecord import DIRECTORY
 from hookbus.hosts.install import is_bridge_command
+from migratekit import hook_ids, read, write_json
 from servekit import environment
 
 pytestmark = pytest.mark.timeout(120)
@@ -55,21 +56,6 @@ def install(file: Path, home: Path, limit_kib: int | None = None) -> subprocess.
 
 def uninstall(file: Path, home: Path, limit_kib: int | None = None) -> subprocess.CompletedProcess[str]:
     return cli("import", "claude-code", str(file), "--uninstall-bridge", "--home", str(home), limit_kib=limit_kib)
-
-
-def write_json(path: Path, document: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2))
-    return path
-
-
-def read(path: Path) -> Any:
-    return json.loads(path.read_text())
-
-
-def hook_ids(home: Path) -> list[str]:
-    hooks = home / "hooks"
-    return sorted(p.name for p in hooks.iterdir()) if hooks.exists() else []
 
 
 def the_record(home: Path) -> Path:
