@@ -347,6 +347,33 @@ def test_another_process_on_the_port_is_not_obeyed(home: Path, write_hook: HookW
     assert squatter.received  # it was asked: the proof is what it could not give
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user's takes root")
+@pytest.mark.parametrize("planted", ["file", "directory", "link"])
+def test_a_run_file_another_user_planted_is_not_believed(home: Path, write_hook: HookWriter, tmp_path: Path, planted: str) -> None:
+    """Who writes the run file names the port and the proof: one of another user's (or a
+    link, or in a directory of theirs) could make the gate obey their process."""
+    hooks(write_hook)
+    proof = "the-proof-the-planter-knows-0000"
+    answer = ALLOW_ALL.replace(b"guessed", proof.encode())
+    squatter = Squatter(answer)
+    try:
+        point_run_file_at(home, squatter.port, proof=proof)
+        run_file = home / "run" / "http.gate"
+        if planted == "file":
+            os.chown(run_file, 65534, 65534)
+        elif planted == "directory":
+            os.chown(home / "run", 65534, 65534)
+        else:
+            elsewhere = tmp_path / "elsewhere.gate"
+            run_file.rename(elsewhere)
+            run_file.symlink_to(elsewhere)
+        gated = run(gate_words(home), envelope(tool_name="Write", tool_input={"file_path": "/tmp/x", "content": "y"}))
+    finally:
+        squatter.close()
+    assert gated.code == 0 and b'"permissionDecision": "deny"' in gated.stdout, gated  # decided in-process
+    assert not squatter.received
+
+
 def test_arithmetic_in_a_squatters_headers_runs_nothing(home: Path, write_hook: HookWriter, tmp_path: Path) -> None:
     """bash evaluates array subscripts in arithmetic: no header value may reach it unchecked."""
     mark = tmp_path / "pwned"

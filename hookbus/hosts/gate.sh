@@ -49,7 +49,12 @@ esac
 # is one of bytes. (Patterns, not regular expressions: bash compiles a regex at each test.)
 if [[ ${LC_ALL+set} ]]; then gate_saved_lc_all=$LC_ALL; fi
 LC_ALL=C
-# The server: a live process of this user's, the proof, the token.
+# The server: a live process of this user's, the proof, the token, from a run file that is
+# this user's in a directory of this user's (another user can make neither; a file or a
+# link of theirs would name their own port and proof).
+if [[ ! -O $gate_home/run || -L $gate_home/run || ! -O $gate_home/run/http.gate || -L $gate_home/run/http.gate ]]; then
+  gate_bridge "$@"
+fi
 IFS=' ' read -r gate_pid gate_address gate_port gate_proof gate_token gate_rest 2>/dev/null < "$gate_home/run/http.gate"
 if [[ -n $gate_rest || -z $gate_pid || -z $gate_port || -z $gate_address || -z $gate_proof || -z $gate_token
       || $gate_pid$gate_port == *[!0-9]* || $gate_address == *[!0-9A-Fa-f:.]* || $gate_token == *[![:graph:]]* || ! -O /proc/$gate_pid ]]; then
