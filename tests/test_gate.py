@@ -374,6 +374,23 @@ def test_a_run_file_another_user_planted_is_not_believed(home: Path, write_hook:
     assert not squatter.received
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user's takes root")
+def test_status_and_the_installer_believe_a_run_file_as_the_gate_does(home: Path, tmp_path: Path) -> None:
+    from hookbus.serve.gatefile import gate_token, read_gate_file
+
+    point_run_file_at(home, 9, token="t" * 32)
+    run_file = home / "run" / "http.gate"
+    assert read_gate_file(str(home)) == {"pid": str(os.getpid()), "host": "127.0.0.1", "port": "9"}
+    assert gate_token(str(home)) == "t" * 32
+    os.chown(run_file, 65534, 65534)
+    assert read_gate_file(str(home)) is None and gate_token(str(home)) is None
+    os.chown(run_file, 0, 0)
+    elsewhere = tmp_path / "elsewhere.gate"
+    run_file.rename(elsewhere)
+    run_file.symlink_to(elsewhere)
+    assert read_gate_file(str(home)) is None and gate_token(str(home)) is None
+
+
 def test_arithmetic_in_a_squatters_headers_runs_nothing(home: Path, write_hook: HookWriter, tmp_path: Path) -> None:
     """bash evaluates array subscripts in arithmetic: no header value may reach it unchecked."""
     mark = tmp_path / "pwned"

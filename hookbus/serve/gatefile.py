@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 
 from hookbus.serve.rendezvous import run_dir
 
@@ -58,28 +59,37 @@ def write_gate_file(home: str, host: str, port: int, token: str, proof: str) -> 
         raise
 
 
-def read_gate_file(home: str) -> dict[str, str] | None:
-    """The run file's fields (pid, host, port; the secrets left out), for ``status``;
-    None when there is none or it cannot be read."""
+def _run_file_words(home: str) -> list[str] | None:
+    """The run file's five fields, believed as the gate believes them: only from a file
+    of this user's, not a link, in a run directory of this user's that is not a link
+    either (another user's would name their port and proof). None otherwise."""
+    path = gate_file_path(home)
     try:
-        with open(gate_file_path(home), encoding="ascii", errors="replace") as handle:
+        directory = os.lstat(os.path.dirname(path))
+        if stat.S_ISLNK(directory.st_mode) or directory.st_uid != os.geteuid():
+            return None
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(descriptor, encoding="ascii", errors="replace") as handle:
+            if os.fstat(handle.fileno()).st_uid != os.geteuid():
+                return None
             words = handle.readline(4096).split()
     except OSError:
         return None
-    if len(words) != 5:
-        return None
-    return {"pid": words[0], "host": words[1], "port": words[2]}
+    return words if len(words) == 5 else None
+
+
+def read_gate_file(home: str) -> dict[str, str] | None:
+    """The run file's fields (pid, host, port; the secrets left out), for ``status``;
+    None when there is none the gate would believe."""
+    words = _run_file_words(home)
+    return None if words is None else {"pid": words[0], "host": words[1], "port": words[2]}
 
 
 def gate_token(home: str) -> str | None:
     """The token the gate sends to this home's server (the run file's); None when there is
-    no run file, or it cannot be read."""
-    try:
-        with open(gate_file_path(home), encoding="ascii", errors="replace") as handle:
-            words = handle.readline(4096).split()
-    except OSError:
-        return None
-    return words[4] if len(words) == 5 else None
+    no run file the gate would believe."""
+    words = _run_file_words(home)
+    return None if words is None else words[4]
 
 
 def remove_gate_file(home: str, proof: str) -> None:
