@@ -1,7 +1,7 @@
 """``--install-bridge --http URL``: Claude Code's ``"type": "http"`` hooks, posting to the
 ``POST /claude-code`` of a ``hookbus serve --http``, with no process started per call.
 
-The trade-off, and why some events keep the command bridge: when Claude Code cannot reach
+The trade-off, and why some events keep a command hook: when Claude Code cannot reach
 the server (it is down, the token is missing, the call times out), an http hook is a
 non-blocking error and the tool runs. That is what a hook that fails open would decide
 anyway, but it would make a fail-closed hook (``"on_error": "deny"``) fail open. So an
@@ -37,7 +37,7 @@ ROUTE = "/claude-code"
 COMMAND_ONLY_EVENTS = ("SessionStart", "Setup")
 #: The variable the hooks send as a header, and so list in ``allowedEnvVars``.
 TOKEN_VARIABLE = "HOOKBUS_HTTP_TOKEN"
-#: What Claude Code gives command hooks only: a hook that reads it keeps the command bridge.
+#: What Claude Code gives command hooks only: a hook that reads it keeps a command hook (the gate).
 PROJECT_DIR_VARIABLE = "CLAUDE_PROJECT_DIR"
 HEADERS = {"Authorization": f"Bearer ${TOKEN_VARIABLE}"}
 #: Claude Code's events whose answer it obeys as an approval or a rewrite, each with what
@@ -100,7 +100,7 @@ def is_http_bridge(entry: object) -> bool:
 
 
 def command_events(home: str, events: tuple[str, ...], decisions: bool = False) -> dict[str, str]:
-    """Claude Code's events (of ``events``) that keep the command bridge, each with why.
+    """Claude Code's events (of ``events``) that keep a command hook (the gate), each with why.
     ``decisions``: the user opted in to post the events of DECISION_EVENTS over http."""
     kept: dict[str, str] = {}
     for event in events:
@@ -202,22 +202,24 @@ def plan_layout(
     reason of the caller's (hooks moved out of FILE). ImportFailed when the server at the
     URL refuses the token or serves another home."""
     url = hook_url(text)
-    if not claude:
+    commands = {} if not claude else {**(kept or {}), **command_events(home, events, decisions=decisions)}
+
+    def gate_everywhere(why: str, token: TokenPlan | None = None) -> Layout:
         note = None if dry_run else _check_for_gate(url, home)
-        return Layout(None, {event: "Gemini CLI has no http hooks: the gate posts to the server" for event in events}, note=note)
-    commands = {**(kept or {}), **command_events(home, events, decisions=decisions)}
-    if all(event in commands for event in events):  # no http hook: the gate everywhere
-        return Layout(url, commands, note=None if dry_run else _check_for_gate(url, home))
+        return Layout(None, {event: commands.get(event, why) for event in events}, token, note)
+
+    if not claude:
+        return gate_everywhere("Gemini CLI has no http hooks: the gate posts to the server")
+    if all(event in commands for event in events):
+        return gate_everywhere("")
     unsendable = _unsendable(shown)
     if unsendable is not None:
-        note = None if dry_run else _check_for_gate(url, home)
-        why = f"{unsendable}; the gate reads the token itself"
-        return Layout(None, {event: commands.get(event, why) for event in events}, note=note)
+        return gate_everywhere(f"{unsendable}; the gate reads the token itself")
     if dry_run:
         return Layout(url, commands, TokenPlan(note=f"the token goes into {shown}'s env; nothing was made or checked"))
     token = plan_token(shown, home, url)
     if token.env is None:  # no token to write: no http hook
-        return Layout(None, {event: commands.get(event, "no token could be written for an http hook") for event in events}, token)
+        return gate_everywhere("no token could be written for an http hook", token)
     return Layout(url, commands, token)
 
 

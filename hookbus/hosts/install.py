@@ -478,7 +478,7 @@ class Moves(Protocol):
     done: list[str]
 
     def command_events(self) -> dict[str, str]:
-        """The events (with why) that must keep the command bridge under ``--http``
+        """The events (with why) that must keep a command hook (the gate) under ``--http``
         because of a hook that moves."""
 
     def lines(self, dry_run: bool) -> list[str]:

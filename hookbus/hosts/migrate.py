@@ -88,8 +88,8 @@ class Migration:
     done: list[str] = field(default_factory=list)
 
     def command_events(self) -> dict[str, str]:
-        """Claude Code's events (with why) that keep the command bridge under ``--http``
-        because a moved hook reads ``$CLAUDE_PROJECT_DIR``, which Claude Code gives to
+        """Claude Code's events (with why) that keep a command hook (the gate) under
+        ``--http`` because a moved hook reads ``$CLAUDE_PROJECT_DIR``, which Claude Code gives to
         command hooks only: the home does not hold those hooks yet when that is decided."""
         readers: dict[str, list[str]] = {}
         for move in self.moves:
