@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from hookbus.hookspecs import hookimpl, hookspec
     from hookbus.bus import HookBus
-    from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_object
+    from hookbus.contract import outcome_from_command, outcome_from_final_text, outcome_from_object, outcome_from_value
     from hookbus.decision import ALLOW, Decision, HookFailure, HookResult, Outcome
     from hookbus.explain import Explanation, HookVerdict
     from hookbus.files import read_config_file
@@ -55,6 +55,7 @@ _WHERE = {
     "outcome_from_command": "hookbus.contract",
     "outcome_from_final_text": "hookbus.contract",
     "outcome_from_object": "hookbus.contract",
+    "outcome_from_value": "hookbus.contract",
     "ALLOW": "hookbus.decision",
     "Decision": "hookbus.decision",
     "HookResult": "hookbus.decision",
@@ -138,6 +139,7 @@ __all__ = [
     "outcome_from_command",
     "outcome_from_final_text",
     "outcome_from_object",
+    "outcome_from_value",
     "read_config_file",
 ]
 

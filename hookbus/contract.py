@@ -80,6 +80,39 @@ def outcome_from_object(decision: dict[str, Any], event: str | None = None) -> O
     return Outcome("allow")
 
 
+def outcome_from_value(value: Any, event: str | None = None, what: str = "the value") -> Outcome:
+    """A policy engine's value (a CEL expression's, a Rego query's) read as a command hook's
+    JSON decision: a map decides as that object would, ``None`` (and ``{}``) is no opinion,
+    and anything else is the hook's failure ("unparseable"), named by ``what``, so that its
+    ``on_error`` decides."""
+    if value is None:
+        return Outcome("allow")
+    if isinstance(value, dict):
+        try:
+            return outcome_from_object(value, event)
+        except DecisionError as exc:
+            return Outcome.fail_open(f"{what}: {exc}", failure="unparseable")
+    return Outcome.fail_open(
+        f"{what} is {_value_kind(value)}, not a decision: evaluate to a map such as "
+        "{'behavior': 'deny', 'reason': '...'}, or to null for no opinion",
+        failure="unparseable",
+    )
+
+
+def _value_kind(value: Any) -> str:
+    """``a bool (true)``, ``a list of 3``: what a value is, for a message, shown short."""
+    if isinstance(value, bool):
+        return f"a bool ({str(value).lower()})"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f"a string ({shown!r})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    return f"a {type(value).__name__}"
+
+
 def _parse_object(text: str) -> dict[str, Any] | None:
     """The JSON object ``text`` holds, or None when it is not JSON or not an object.
 

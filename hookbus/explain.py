@@ -79,6 +79,9 @@ class HookVerdict:
     run: RunTrace | None = None
     #: "user", "managed" or "builtin" (the home guard).
     tier: str = "user"
+    #: The hook's action as its spec writes it (``{"cel": "tool_input..."}``), when its
+    #: runner has ``shows_action = True``.
+    action: Mapping[str, Any] | None = None
 
     @property
     def runs(self) -> bool:
@@ -102,8 +105,10 @@ class HookVerdict:
             "blocking": self.blocking,
             "shadow": self.shadow,
             "load_error": self.load_error,
+            "action": None if self.action is None else dict(self.action),
             "result": None if run is None else {
                 "decision": run.outcome.as_dict(),
+                "answer": run.outcome.answer,
                 "error": run.outcome.error,
                 "duration_ms": round(run.duration * 1000, 3),
                 "note": run.note,
@@ -203,6 +208,9 @@ def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard
     common: dict[str, Any] = {
         "event": hook.event, "matcher": spec.trigger.matcher, "mode": spec.mode, "blocking": spec.blocking and not spec.shadow,
         "shadow": spec.shadow, "load_error": kept, "tier": hook.tier,
+        # Only where its runner says the action is shown (a CEL expression, a Rego query):
+        # another's may hold a secret (an http hook's headers), which has no place here.
+        "action": {spec.action_key: spec.action} if getattr(hook.runner, "shows_action", False) else None,
     }
     last_good = f" (its file is broken, so its last good version is in effect: {kept})" if kept else ""
     if guard is not None:

@@ -49,6 +49,8 @@ KNOWN_PROVIDERS: dict[str, str] = {
     "workflow_id": "the built-in plugin 'workflow' (module hookbus_workflow)",
     "prompt": "the built-in plugin 'prompt' (module hookbus_prompt)",
     "http": "the plugin 'http' (pip install hookbus-http)",
+    "cel": "the plugin 'cel' (pip install hookbus-cel)",
+    "rego": "the plugin 'rego' (pip install hookbus-rego)",
 }
 #: Keys that are mutually exclusive spellings of one action, with a message of their own.
 EXCLUSIVE_PAIRS: tuple[tuple[str, str], ...] = (("workflow_id", "workflow"),)
@@ -132,6 +134,8 @@ class Runner(Protocol):
 
     # Optional: ``def schema(self, key: str) -> dict`` returns the JSON Schema of the value
     # under ``key`` for ``hookbus schema`` (``hookbus.schema.schema_of(OptionsClass)``).
+    # Optional: ``shows_action = True`` lets ``hookbus explain`` show the action as written
+    # (a policy, not a secret), beside the ``Outcome.answer`` the runner gives.
 
 
 @attrs.frozen
