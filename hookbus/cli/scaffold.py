@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from hookbus.home import Home
     from hookbus.matching import Matcher
 
-KINDS = ("command", "workflow", "prompt")
+#: cel and rego are plugins' (hookbus-cel, hookbus-rego): the hook is made either way, and
+#: its validation says when the plugin is missing.
+KINDS = ("command", "workflow", "prompt", "cel", "rego")
 SCRIPT_NAME = "check.sh"
 ENVELOPE_NAME = "envelope.json"
 #: The sample fixture, in the hook's tests/ (``hookbus test``).
@@ -286,6 +288,20 @@ def _files(hook_id: str, event: str, kind: str, matcher: str | None, field: str 
         spec["workflow"] = {"description": about, "steps": [{"name": "check", "bash": step}]}
         spec["timeout"] = "5s"
         action = f"a workflow of one bash step that {about}"
+    elif kind in ("cel", "rego"):
+        from hookbus.cli import policykinds
+
+        case = policykinds.case_of(event, sample)
+        action = policykinds.about(case, event, field)
+        if kind == "cel":
+            spec["cel"] = policykinds.cel_expression(case, event, field)
+            action = f"a CEL expression that {action}"
+        else:
+            spec["rego"] = policykinds.rego_action()
+            policy = policykinds.rego_policy(case, event, field)
+            files.append(File(policykinds.POLICY_NAME, policy, 0o600, f"the Rego policy: {action}"))
+            action = f"queries {policykinds.POLICY_NAME}, a Rego policy that {action}"
+        spec["timeout"] = "5s"
     else:
         spec["prompt"] = _prompt(event)
         spec["timeout"] = PROMPT_TIMEOUT
@@ -552,6 +568,13 @@ def _expected(event: str, kind: str, mismatch: bool) -> str:
     return "the decision: the hook's context for the sample (exit 0)"
 
 
+def _edited(kind: str) -> str:
+    """The file of the new hook that says what it does."""
+    from hookbus.cli.policykinds import POLICY_NAME
+
+    return {"command": SCRIPT_NAME, "rego": POLICY_NAME}.get(kind, "hook.json")
+
+
 def _next_steps(
     args: argparse.Namespace, hook_dir: Path, hook_id: str, event: str, kind: str, outcome: str, valid: bool
 ) -> None:
@@ -573,7 +596,7 @@ def _next_steps(
     for text, why in lines:
         say(f"  # {why}")
         say(f"  {text}")
-    edit = hook_dir / (SCRIPT_NAME if kind == "command" else "hook.json")
+    edit = hook_dir / _edited(kind)
     say(f"then edit {edit} to do what you need (hookbus validate checks it again).")
 
 
@@ -583,7 +606,7 @@ def _next_steps_of_a_draft(
     """A draft is read before it goes in: once installed it runs at every event it matches,
     outside any agent's sandbox."""
     home = ["--home", str(args.home)] if args.home else []
-    edit = hook_dir / (SCRIPT_NAME if kind == "command" else "hook.json")
+    edit = hook_dir / _edited(kind)
     say()
     say(f"next: edit {edit} to do what you need.")
     say(f"review every file of {hook_dir}: once installed, it runs at each {event} it matches, as you, outside any sandbox.")
