@@ -1,6 +1,6 @@
 """Every code block of README.md, CONTRIBUTING.md and docs/*.md is what it says it is.
 
-- Each fenced block says what it holds: json, python, sh, toml or text (output, layouts).
+- Each fenced block says what it holds: json, python, sh, toml, rego or text (output, layouts).
 - json parses; python compiles; toml parses; sh passes `bash -n`, and each `hookbus`
   command line in it parses with the real command line's parser (a synopsis with
   `[options]` only names a real verb).
@@ -49,7 +49,7 @@ except ImportError:  # Python 3.10
 
 pytestmark = pytest.mark.timeout(120)
 
-KINDS = ("json", "python", "sh", "toml", "text")
+KINDS = ("json", "python", "sh", "toml", "text", "rego")
 #: The keys of settings.json that hookbus and the contrib plugins read (docs/reference.md).
 SETTINGS_KEYS = {"features", "hooks_strict_modes", "recorder", "prompt_provider", "claude_code", "sqlite_recorder", "jsonl_recorder"}
 
@@ -144,7 +144,12 @@ def test_every_hook_spec_is_valid(tmp_path: Path, page: Path, line: int, spec: d
     home = private_dir(tmp_path / "home")
     hook_id = spec.get("id") or f"doc-example-{line}"
     scripts = re.findall(r"\$\{?HOOKBUS_HOOK_DIR\}?/([\w.-]+)", str(spec.get("command", "")))
-    write_hook(home, hook_id, spec, {name: "#!/bin/sh\nexit 0\n" for name in scripts})
+    files = {name: "#!/bin/sh\nexit 0\n" for name in scripts}
+    rego = spec.get("rego")
+    if isinstance(rego, dict):
+        # A Rego hook's policy is the page's own: its first rego block.
+        files[rego["file"]] = next(block.body for block in blocks(page) if block.info == "rego")
+    write_hook(home, hook_id, spec, files)
     workflows = workflows_of(page)
     if workflows:
         private_file(private_dir(home / "config") / "workflow.json", json.dumps(workflows, indent=2))

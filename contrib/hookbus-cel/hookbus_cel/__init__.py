@@ -243,9 +243,10 @@ def _fit(value: Any, depth: int) -> Any:
 
 
 def _answer(value: Any) -> str:
-    """The value as JSON text for ``explain``, cut to MAX_ANSWER_CHARS."""
+    """The value as JSON text for ``explain``, cut to MAX_ANSWER_CHARS. Keys sorted: the
+    engine's maps have no order of their own, and the same value should read the same."""
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=False)
+        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= MAX_ANSWER_CHARS else text[: MAX_ANSWER_CHARS - 3] + "..."
