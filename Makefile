@@ -49,6 +49,7 @@ stress: $(STAMP)
 # Not part of `make test`: it prints measured figures, it asserts nothing.
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/policy_bench.py
 	@if [ -n "$$CLAUDE_BIN" ]; then $(BIN)/python bench/claude_code_bench.py --runs 15; \
 	else echo "bench/claude_code_bench.py (a real Claude Code): skipped; set CLAUDE_BIN, see docs/claude-code.md#what-it-costs-per-call"; fi
 

@@ -26,6 +26,17 @@ UserPromptSubmit, PreToolUse, PostToolUse and Stop (matcher ``*`` on the tool ev
   trivial hooks, in a home of its own with its own server.
 - ``guard-only``: as ``default``, in a home with no hook but the built-in guard: hookbus's
   own no-op, which runs no process on the server's side.
+- ``cel-http`` (not in the default ``--configs``; needs hookbus-cel in that hookbus's
+  environment): the ``http`` layout (``--install-bridge --http URL --http-decisions``, the
+  guard off: with it on, the installer puts PreToolUse on the gate, a command hook), with
+  its own server whose home's ONLY hook is one sync blocking ``cel`` deny on PreToolUse
+  (matcher ``bash``): ``tool_input.command.contains('rm -rf') ? {deny} : null``. Its
+  prompt has the stub model call ``rm -rf scratch`` (in the throw-away working directory),
+  so that the hook really denies: the run checks that the tool result is an error naming
+  the hook's reason, and expects no PostToolUse call (Claude Code runs none for a denied
+  tool). The other events still post to the server, which no hook matches. Printed after
+  the table: its PreToolUse per call against ``native``'s (Claude Code's own no-op bash
+  hook), the ratio paired run by run (the same round), target <= 0.7x.
 
 ``bridge`` and ``http`` share one ``hookbus serve --http`` per hookbus executable.
 ``--also-hookbus LABEL=PATH`` adds ``bridge@LABEL`` and ``http@LABEL`` for another hookbus
@@ -54,6 +65,9 @@ Run it (Claude Code is not a dependency of hookbus; install it anywhere)::
     CLAUDE_BIN=DIR/node_modules/.bin/claude .venv/bin/python bench/claude_code_bench.py \\
         [--runs 8] [--out result.json] [--configs none,native,bridge,http] \\
         [--also-hookbus wheel=/path/to/venv/bin/hookbus] [--keep]
+
+    # a cel deny over http against Claude Code's own no-op bash hook (hookbus-cel installed)
+    CLAUDE_BIN=... .venv/bin/python bench/claude_code_bench.py --configs none,native,http,cel-http
 
 ``HOOKBUS_BIN`` names the hookbus executable (default: ``hookbus`` next to sys.executable).
 Every server and stub is stopped by its PID on exit; a claude run is killed after 120 s.
@@ -89,6 +103,14 @@ VIX_EVENTS = {
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 PROMPT = "Run the command: echo hi"
 EXPECTED_RESULT = "done: is_error=False result=hi"
+#: The cel-http config: the home's only hook, the Bash call it denies, what the model then sees.
+CEL_HOOK_ID = "cel-deny-rm-rf"
+CEL_REASON = "no rm -rf"
+CEL_EXPRESSION = f"tool_input.command.contains('rm -rf') ? {{'behavior': 'deny', 'reason': '{CEL_REASON}'}} : null"
+CEL_PROMPT = "Run the command: RUN<<rm -rf scratch>>"
+CEL_EXPECTED_RESULT = "done: is_error=True result="
+#: Its target: a PreToolUse call against Claude Code's own no-op bash hook's.
+CEL_TARGET = 0.7
 CLAUDE_TIMEOUT = 120.0
 SERVER_START_TIMEOUT = 30.0
 TOKEN_VARIABLE = "HOOKBUS_HTTP_TOKEN"
@@ -171,6 +193,12 @@ class Config:
     env: dict[str, str] = field(default_factory=dict)
     token_via: str | None = None
     server: str | None = None
+    prompt: str = PROMPT
+    #: the run's result starts with ``expect`` and holds ``expect_text``
+    expect: str = EXPECTED_RESULT
+    expect_text: str = ""
+    #: events with a hook that Claude Code does not call in this run (after a denied tool)
+    not_called: tuple[str, ...] = ()
 
 
 @dataclass
@@ -182,14 +210,22 @@ class HookbusServer:
     process: subprocess.Popen[bytes]
 
 
-def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True) -> None:
-    """One trivial sync command hook per event (none without ``hooks``). The built-in home
-    guard is off unless ``guard``: it keeps PreToolUse off Claude Code's http hooks, and
-    what ``bridge`` and ``http`` compare is each transport's cost."""
+def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True, cel: bool = False) -> None:
+    """One trivial sync command hook per event (none without ``hooks``), or with ``cel``
+    only the cel-http config's deny hook. The built-in home guard is off unless ``guard``:
+    it keeps PreToolUse off Claude Code's http hooks, and what ``bridge`` and ``http``
+    compare is each transport's cost."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "hooks").mkdir(exist_ok=True)
     if not guard:
         (home / "settings.json").write_text(json.dumps({"protect_home": False}) + "\n")
+    if cel:
+        folder = home / "hooks" / CEL_HOOK_ID
+        folder.mkdir(parents=True)
+        spec = {"id": CEL_HOOK_ID, "trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync",
+                "blocking": True, "cel": CEL_EXPRESSION}
+        (folder / "hook.json").write_text(json.dumps(spec, indent=2) + "\n")
+        return
     for event in EVENTS if hooks else ():
         vix = VIX_EVENTS[event]
         hook_id = f"trivial-{vix.lower()}"
@@ -200,10 +236,11 @@ def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True) -> N
 
 
 def start_hookbus(
-    label: str, executable: str, root: Path, processes: Processes, guard: bool = False, hooks: bool = True
+    label: str, executable: str, root: Path, processes: Processes, guard: bool = False, hooks: bool = True,
+    cel: bool = False,
 ) -> HookbusServer:
     home = root / f"hookbus-home-{label}"
-    write_hookbus_home(home, guard, hooks)
+    write_hookbus_home(home, guard, hooks, cel)
     log = root / f"serve-{label}.log"
     process = processes.start([executable, "serve", "--home", str(home), "--http", "127.0.0.1:0"], stdout=log,
                               env=clean_env())
@@ -252,7 +289,10 @@ HOOKBUS_KINDS = {
     "http": "hookbus http hooks (--http-decisions)",
     "default": "hookbus --install-bridge --http, guard on: the gate and http hooks",
     "guard-only": "as default, in a home with no hook but the guard (hookbus's own no-op)",
+    "cel-http": "hookbus http hooks (--http-decisions), the home's only hook one `cel` deny on PreToolUse",
 }
+#: Run when --configs is not given (cel-http needs the hookbus-cel plugin: asked for by name).
+DEFAULT_CONFIGS = "none,native,bridge,http,default,guard-only"
 
 
 def hookbus_config(key: str, root: Path, server: HookbusServer, kind: str) -> Config:
@@ -262,7 +302,7 @@ def hookbus_config(key: str, root: Path, server: HookbusServer, kind: str) -> Co
     path = root / f"settings-{key.replace('@', '-')}.json"
     argv = [server.executable, "import", "claude-code", str(path), "--install-bridge", "--home", str(server.home)]
     http = kind != "bridge"
-    if kind == "http":
+    if kind in ("http", "cel-http"):
         # Every event that can go over http does, as the figures always measured (the
         # default puts the decision events on the gate, against port squatters).
         argv += ["--http", server.url, "--http-decisions"]
@@ -346,7 +386,7 @@ class Run:
 def run_claude(claude: str, config: Config, debug_log: Path, model_url: str) -> Run:
     debug_log.unlink(missing_ok=True)
     argv = [
-        claude, "-p", PROMPT, "--output-format", "json", "--settings", str(config.settings),
+        claude, "-p", config.prompt, "--output-format", "json", "--settings", str(config.settings),
         "--allowedTools", "Bash", "--debug", "--debug-file", str(debug_log),
     ]
     env = clean_env(
@@ -369,14 +409,15 @@ def run_claude(claude: str, config: Config, debug_log: Path, model_url: str) -> 
         result = json.loads(out).get("result")
     except (ValueError, AttributeError):
         result = None
-    if process.returncode != 0 or result is None or not str(result).startswith(EXPECTED_RESULT):
+    if (process.returncode != 0 or result is None or not str(result).startswith(config.expect)
+            or config.expect_text not in str(result)):
         problems.append(f"rc {process.returncode}, result {result!r}, stderr {err.decode(errors='replace')[-500:]!r}")
     text = debug_log.read_text(errors="replace") if debug_log.exists() else ""
     if not text:
         problems.append("no debug log")
     calls, hook_problems = hook_calls(text)
     problems += hook_problems
-    expected = sum(1 for kind in config.transport.values() if kind)
+    expected = sum(1 for event, kind in config.transport.items() if kind and event not in config.not_called)
     if len(calls) != expected:
         problems.append(f"{len(calls)} hook calls, expected {expected}: {[event for event, _, _ in calls]}")
     return Run(config.key, wall_ms, calls, problems, not problems)
@@ -457,6 +498,67 @@ def table(summaries: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def event_ms(run: Run, event: str) -> list[float]:
+    return [ms for name, _, ms in run.calls if name == event]
+
+
+def compare_per_call(ours: list[Run], theirs: list[Run], event: str) -> dict[str, Any]:
+    """``event``'s per-call time in ``ours`` against ``theirs``: the ratio of the medians over
+    all good runs, and the ratios paired round by round (run i of each is round i, so that
+    the two runs of a pair were made one near the other), with their median and range;
+    beside it, against ``theirs``' median per call over all its events."""
+    mine = [ms for run in ours if run.ok for ms in event_ms(run, event)]
+    baseline = [ms for run in theirs if run.ok for ms in event_ms(run, event)]
+    baseline_all = [ms for run in theirs if run.ok for _, _, ms in run.calls]
+    paired = [
+        statistics.median(event_ms(a, event)) / statistics.median(event_ms(b, event))
+        for a, b in zip(ours, theirs)
+        if a.ok and b.ok and event_ms(a, event) and event_ms(b, event) and statistics.median(event_ms(b, event)) > 0
+    ]
+    if not mine or not baseline:
+        return {"event": event, "error": "no calls to compare"}
+    return {
+        "event": event,
+        "ms_median": median(mine),
+        "baseline_ms_median": median(baseline),
+        "ratio_of_medians": round(statistics.median(mine) / statistics.median(baseline), 3),
+        "paired_ratio_median": round(statistics.median(paired), 3) if paired else None,
+        "paired_ratio_min": round(min(paired), 3) if paired else None,
+        "paired_ratio_max": round(max(paired), 3) if paired else None,
+        "pairs": len(paired),
+        "baseline_all_events_ms_median": median(baseline_all),
+        "ratio_to_baseline_all_events": round(statistics.median(mine) / statistics.median(baseline_all), 3),
+    }
+
+
+def print_comparison(ours: str, theirs: str, found: dict[str, Any], target: float) -> None:
+    event = found["event"]
+    if "error" in found:
+        print(f"{ours} vs {theirs}, {event} per call: {found['error']}")
+        return
+    ratio = found["ratio_of_medians"]
+    paired = (f"paired run by run {found['paired_ratio_median']:.2f}x (range {found['paired_ratio_min']:.2f}-"
+              f"{found['paired_ratio_max']:.2f}x over {found['pairs']} rounds)" if found["pairs"] else "no pairs")
+    print(f"{ours} vs {theirs}, {event} per call: {ratio:.2f}x, target <= {target:g}x "
+          f"{'met' if ratio <= target else 'MISS'} ({found['ms_median']:.1f} ms vs {found['baseline_ms_median']:.1f} ms, "
+          f"medians); {paired}; against {theirs}'s median per call over all its events "
+          f"({found['baseline_all_events_ms_median']:.1f} ms): {found['ratio_to_baseline_all_events']:.2f}x. "
+          f"http times have the debug log's 1 ms resolution.")
+
+
+def check_cel_loaded(server: HookbusServer) -> None:
+    """Refuse to measure the cel-http config unless its server loaded the cel hook."""
+    status = hookbus_status(server)
+    hooks = {hook.get("id"): hook for hook in status.get("hooks") or []}
+    hook = hooks.get(CEL_HOOK_ID) or {}
+    if hook.get("action") != "cel" or hook.get("state") != "enabled":
+        raise SystemExit(
+            f"cel-http: hookbus serve ({server.executable}) did not load the cel hook (is hookbus-cel installed "
+            f"in its environment? pip install -e contrib/hookbus-cel): hook {hook or 'missing'}; problems "
+            f"{status.get('problems') or status.get('error')}"
+        )
+
+
 # ----------------------------------------------------------------------------- main
 def find_claude() -> str:
     named = os.environ.get("CLAUDE_BIN")
@@ -480,8 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=8, help="measured runs a config (default 8)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs a config first (default 1)")
     parser.add_argument(
-        "--configs", default="none,native,bridge,http,default,guard-only",
-        help="which of none,native,bridge,http,default,guard-only",
+        "--configs", default=DEFAULT_CONFIGS,
+        help=f"which of none,native,{','.join(HOOKBUS_KINDS)} (default {DEFAULT_CONFIGS})",
     )
     parser.add_argument("--also-hookbus", action="append", default=[], metavar="LABEL=PATH",
                         help="add bridge@LABEL and http@LABEL for this hookbus executable")
@@ -544,6 +646,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "guard-only" in wanted:
             bare = servers["bare"] = start_hookbus("bare", hookbus, root, processes, guard=True, hooks=False)
             configs["guard-only"] = hookbus_config("guard-only", root, bare, "guard-only")
+        if "cel-http" in wanted:
+            # A home of its own whose only hook is the cel deny, its plugin checked loaded.
+            cel = servers["cel"] = start_hookbus("cel", hookbus, root, processes, cel=True)
+            check_cel_loaded(cel)
+            config = configs["cel-http"] = hookbus_config("cel-http", root, cel, "cel-http")
+            config.prompt, config.expect, config.expect_text = CEL_PROMPT, CEL_EXPECTED_RESULT, CEL_REASON
+            config.not_called = ("PostToolUse",)
         for config in configs.values():
             print(f"[bench] {config.key}: {config.describe}; hooks {config.transport}"
                   + (f"; token via {config.token_via}" if config.token_via else ""), file=sys.stderr)
@@ -581,6 +690,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(table(summaries))
         print()
+        cel_vs_native = None
+        if "cel-http" in runs and "native" in runs:
+            cel_vs_native = compare_per_call(runs["cel-http"], runs["native"], "PreToolUse")
+            print_comparison("cel-http", "native", cel_vs_native, CEL_TARGET)
+            print()
         for key, config in configs.items():
             print(f"- {key}: {config.describe}" + (f"; token via {config.token_via}" if config.token_via else ""))
         for label, status in statuses.items():
@@ -595,6 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "runs": args.runs,
                 "warmup": args.warmup,
                 "prompt": PROMPT,
+                "prompts": {key: config.prompt for key, config in configs.items() if config.prompt != PROMPT},
                 "events": list(EVENTS),
                 "measures": {"command": MEASURE_COMMAND, "http": MEASURE_HTTP},
                 "settings": {key: json.loads(config.settings.read_text()) for key, config in configs.items()},
@@ -604,6 +719,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 },
                 "summary": summaries,
             }
+            if cel_vs_native is not None:
+                result["cel_http_vs_native"] = {**cel_vs_native, "target": CEL_TARGET}
             for settings in result["settings"].values():
                 if TOKEN_VARIABLE in (settings.get("env") or {}):
                     settings["env"][TOKEN_VARIABLE] = "<token>"

@@ -84,18 +84,26 @@ def outcome_from_value(value: Any, event: str | None = None, what: str = "the va
     """A policy engine's value (a CEL expression's, a Rego query's) read as a command hook's
     JSON decision: a map decides as that object would, ``None`` (and ``{}``) is no opinion,
     and anything else is the hook's failure ("unparseable"), named by ``what``, so that its
-    ``on_error`` decides."""
+    ``on_error`` decides. The value is the Outcome's ``answer``, for ``explain``."""
     if value is None:
-        return Outcome("allow")
+        return Outcome("allow", answer=None)
     if isinstance(value, dict):
         try:
-            return outcome_from_object(value, event)
+            outcome = outcome_from_object(value, event)
         except DecisionError as exc:
-            return Outcome.fail_open(f"{what}: {exc}", failure="unparseable")
-    return Outcome.fail_open(
-        f"{what} is {_value_kind(value)}, not a decision: evaluate to a map such as "
-        "{'behavior': 'deny', 'reason': '...'}, or to null for no opinion",
+            return Outcome("allow", error=f"{what}: {exc}", failure="unparseable", answer=value)
+        # Set in place: the Outcome was made for this call alone, and attrs.evolve would
+        # cost more than the whole evaluation of a CEL expression.
+        object.__setattr__(outcome, "answer", value)
+        return outcome
+    return Outcome(
+        "allow",
+        error=(
+            f"{what} is {_value_kind(value)}, not a decision: evaluate to a map such as "
+            "{'behavior': 'deny', 'reason': '...'}, or to null for no opinion"
+        ),
         failure="unparseable",
+        answer=value,
     )
 
 

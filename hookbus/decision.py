@@ -60,10 +60,11 @@ class Outcome:
     #: the envelope's cwd cannot be entered): the run's record carries it as its note. Not
     #: part of the decision.
     note: str | None = None
-    #: What the action itself answered, as JSON text, when that is data rather than a
-    #: process's output: a CEL expression's value, a Rego query's result. ``explain`` shows
-    #: it beside the decision read from it. Not part of the decision.
-    answer: str | None = None
+    #: What the action itself answered, when that is data rather than a process's output:
+    #: a CEL expression's value, a Rego query's result, as it came (``explain`` writes it as
+    #: JSON beside the decision read from it; kept as it came, so that an emit that is not
+    #: explained pays nothing for it). Not part of the decision.
+    answer: Any = None
 
     @classmethod
     def fail_open(cls, error: str, thread_id: str | None = None, failure: Failure = "error") -> Outcome:

@@ -108,7 +108,7 @@ class HookVerdict:
             "action": None if self.action is None else dict(self.action),
             "result": None if run is None else {
                 "decision": run.outcome.as_dict(),
-                "answer": run.outcome.answer,
+                "answer": None if run.outcome.answer is None else answer_text(run.outcome.answer),
                 "error": run.outcome.error,
                 "duration_ms": round(run.duration * 1000, 3),
                 "note": run.note,
@@ -154,6 +154,22 @@ class Explanation:
         }
         masked: dict[str, Any] = mask_value(document)
         return masked
+
+
+#: How much of a data action's answer ``explain`` shows.
+MAX_ANSWER_CHARS = 2_000
+
+
+def answer_text(value: Any) -> str:
+    """A data action's answer as JSON text, keys sorted (a CEL map has no order of its own,
+    and the same value should read the same), cut to MAX_ANSWER_CHARS."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    except (TypeError, ValueError):  # keys that do not sort, a value nested past the limit
+        text = repr(value)
+    return text if len(text) <= MAX_ANSWER_CHARS else text[: MAX_ANSWER_CHARS - 3] + "..."
 
 
 def match_verdicts(snapshot: Snapshot, event: str, envelope: Mapping[str, Any]) -> tuple[tuple[HookVerdict, ...], str | None]:

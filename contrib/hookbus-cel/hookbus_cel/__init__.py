@@ -39,8 +39,8 @@ from start to end and could not be abandoned at a deadline:
 
 from __future__ import annotations
 
-import json
 import re
+from types import MappingProxyType
 from typing import Any, Mapping
 
 import attrs
@@ -77,8 +77,6 @@ MAX_COST_BYTES = 1024 * 1024 * 1024
 #: The longest expression: a hook.json is 256 KiB at most anyway; this keeps messages and
 #: the estimate sane.
 MAX_EXPRESSION_CHARS = 64 * 1024
-#: How much of a value ``explain`` shows.
-MAX_ANSWER_CHARS = 2_000
 
 #: The macros that iterate (CEL's standard ones): each use may multiply the work by the
 #: size of what it iterates over. Counted wherever the name is called, inside string
@@ -178,8 +176,9 @@ def measure(envelope: Mapping[str, Any]) -> EnvelopeSize:
         below: list[Any] = []
         for container in level:
             items += len(container)
-            values = container.values() if isinstance(container, Mapping) else container
-            if isinstance(container, Mapping):
+            is_map = isinstance(container, _MAPS)
+            values = container.values() if is_map else container
+            if is_map:
                 for key in container:
                     chars += len(key) if isinstance(key, str) else 8
                     unfit = unfit or not isinstance(key, str) or _has_surrogate(key)
@@ -187,15 +186,20 @@ def measure(envelope: Mapping[str, Any]) -> EnvelopeSize:
                 if isinstance(value, str):
                     chars += len(value)
                     unfit = unfit or _has_surrogate(value)
-                elif isinstance(value, (Mapping, list, tuple)):
+                elif isinstance(value, _CONTAINERS):
                     below.append(value)
-                elif isinstance(value, int) and not isinstance(value, bool):
+                elif type(value) is int:
                     unfit = unfit or not _INT64_MIN <= value <= _INT64_MAX
         level = below
     return EnvelopeSize(items, chars, depth, unfit)
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: What JSON decodes to (and the bus's read-only top level): concrete types, since an
+#: isinstance check against the Mapping ABC costs a microsecond a value.
+_MAPS = (dict, MappingProxyType)
+_CONTAINERS = (dict, MappingProxyType, list, tuple)
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -242,16 +246,6 @@ def _fit(value: Any, depth: int) -> Any:
     return [_fit(item, depth - 1) for item in value]
 
 
-def _answer(value: Any) -> str:
-    """The value as JSON text for ``explain``, cut to MAX_ANSWER_CHARS. Keys sorted: the
-    engine's maps have no order of their own, and the same value should read the same."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= MAX_ANSWER_CHARS else text[: MAX_ANSWER_CHARS - 3] + "..."
-
-
 def _seconds(seconds: float) -> str:
     return f"{seconds:.3g}s"
 
@@ -283,9 +277,9 @@ class CelRunner:
     def run(self, call: HookCall) -> Outcome:
         program: CelProgram = call.hook.options
         envelope = call.envelope
+        allowed = min(MAX_COST_BYTES, int(max(call.remaining(), 0.0) * BYTES_PER_SECOND))
         size = measure(envelope)
         cost = estimated_cost(program, size)
-        allowed = min(MAX_COST_BYTES, int(max(call.remaining(), 0.0) * BYTES_PER_SECOND))
         if cost > allowed:
             return Outcome.fail_open(
                 f"not evaluated: over this envelope ({size.items:,} items, {size.chars:,} characters) the "
@@ -306,13 +300,13 @@ class CelRunner:
         try:
             result = program.expression.eval(data=data)
             value = result.plain_value()
-            kind = result.type().name()
+            # An error's plain value is its message: only a string can be one.
+            failed = isinstance(value, str) and result.type().name() == "ERROR"
         except RuntimeError as exc:  # the iteration budget, a value the engine cannot take
             return Outcome.fail_open(f"evaluation failed: {_engine_message(str(exc))}")
-        if kind == "ERROR":
+        if failed:
             return Outcome.fail_open(f"evaluation failed: {_engine_message(str(value))}", failure="error")
-        outcome = outcome_from_value(value, call.event, what="the expression's value")
-        return attrs.evolve(outcome, answer=_answer(value))
+        return outcome_from_value(value, call.event, what="the expression's value")
 
 
 def _engine_message(text: str) -> str:
