@@ -89,7 +89,8 @@ def outcome_from_value(value: Any, event: str | None = None, what: str = "the va
         return Outcome("allow", answer=None)
     if isinstance(value, dict):
         try:
-            outcome = outcome_from_object(value, event)
+            # Lone surrogates out, as from a command's output: a reason must reach a host as JSON.
+            outcome = outcome_from_object(_scrub_surrogates(value), event)
         except DecisionError as exc:
             return Outcome("allow", error=f"{what}: {exc}", failure="unparseable", answer=value)
         # Set in place: the Outcome was made for this call alone, and attrs.evolve would

@@ -167,7 +167,7 @@ def answer_text(value: Any) -> str:
 
     try:
         text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
-    except (TypeError, ValueError):  # keys that do not sort, a value nested past the limit
+    except (TypeError, ValueError, RecursionError):  # keys that do not sort, a value nested too deep
         text = repr(value)
     return text if len(text) <= MAX_ANSWER_CHARS else text[: MAX_ANSWER_CHARS - 3] + "..."
 

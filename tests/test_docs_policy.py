@@ -87,4 +87,6 @@ def test_the_limits_the_page_names_are_the_runners() -> None:
     text = " ".join(section(DOC, "Cost and limits").split())
     assert f"after {MAX_ITERATIONS:,} comprehension iterations" in text
     assert f"more than {MAX_DEPTH} levels deep" in text
-    assert "256 KiB at most" in " ".join(section(DOC, "Rego hooks").split())
+    from hookbus_rego import MAX_POLICY_BYTES
+
+    assert f"{MAX_POLICY_BYTES // 1024} KiB at most" in " ".join(section(DOC, "Rego hooks").split())

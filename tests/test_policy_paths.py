@@ -165,3 +165,21 @@ def test_the_server_reloads_a_policy_file_edited_in_place(home: Path, write_hook
         time.sleep(0.2)
     else:
         raise AssertionError("the server did not reload policy.rego")
+
+
+def test_a_rego_hook_loaded_before_a_cel_hook_leaves_both_working(home: Path, write_hook: HookWriter) -> None:
+    """rego-cpp and cel-expr-python share C++ symbols that the dynamic linker binds to the
+    library loaded first; with rego-cpp's first, CEL's error path aborted the process. The
+    rego plugin loads CEL's library first: a rego hook whose id sorts first, then a CEL
+    expression that fails, in one fresh process."""
+    write_hook(
+        "a-rego", event="PreToolUse", matcher="bash", mode="sync", blocking=True,
+        rego={"file": "policy.rego"}, files={"policy.rego": REGO_DENY},
+    )
+    write_hook("b-cel", event="PreToolUse", matcher="bash", mode="sync", blocking=True, on_error="deny", cel="tool_input.absent.contains('x')")
+    done = subprocess.run(
+        [sys.executable, "-m", "hookbus", "--home", str(home), "emit", "PreToolUse", "--no-server"],
+        input=json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}).encode(), capture_output=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "hook 'b-cel' denied: failed closed" in json.loads(done.stdout)["reason"]
