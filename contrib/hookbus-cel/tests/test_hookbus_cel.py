@@ -220,3 +220,20 @@ def test_a_shadow_cel_hook_is_recorded_and_enforces_nothing(hookbus_home: TestHo
     assert hookbus_bus.emit("PreToolUse", BASH).behavior == "allow"
     (record,) = hookbus_capture.wait_for(1)
     assert record.status == "deny" and record.hook_id == "policy"
+
+
+def test_replay_runs_recorded_emits_through_a_changed_expression(hookbus_home: TestHome, hookbus_bus: HookBus) -> None:
+    hookbus_home.write_settings({"record_envelopes": True})
+    cel_hook(hookbus_home, "policy", DENY_RM)
+    hookbus_bus.reload()
+    for command in ("ls", "rm -rf build", "git push --force"):
+        hookbus_bus.emit("PreToolUse", {"tool_name": "bash", "tool_input": {"command": command}})
+    hookbus_bus.close()
+    words = [sys.executable, "-m", "hookbus", "--home", str(hookbus_home.root), "replay", "--json"]
+    same = subprocess.run(words, capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0, same.stdout + same.stderr
+    cel_hook(hookbus_home, "policy", "tool_input.command.matches('rm -rf|--force') ? {'behavior': 'deny', 'reason': 'no'} : null")
+    changed = subprocess.run(words, capture_output=True, text=True, timeout=60)
+    assert changed.returncode == 3, changed.stdout + changed.stderr
+    [flip] = json.loads(changed.stdout)["flipped"]
+    assert flip["recorded"] == {"behavior": "allow"} and flip["now"]["behavior"] == "deny" and flip["by"] == ["policy"]
