@@ -218,7 +218,7 @@ def explain_lines(explanation: Mapping[str, Any], home: str, style: Style) -> li
     if dry_run:
         lines.append("dry run: nothing ran; the hooks marked matched, async, not blocking or shadow would run")
         return lines
-    answers = [_answer_line(verdict) for verdict in hooks if isinstance(verdict.get("result"), Mapping) and verdict["result"].get("answer") is not None]
+    answers = [_answer_line(verdict) for verdict in hooks if _has_answer(verdict)]
     if answers:
         lines += [*answers, ""]
     for line in explanation.get("merge") or []:
@@ -256,12 +256,21 @@ def _verdict_row(verdict: Mapping[str, Any], dry_run: bool) -> tuple[str, ...]:
     return _verdict_id(verdict), status, why, text, str(result.get("error") or "")
 
 
+def _has_answer(verdict: Mapping[str, Any]) -> bool:
+    """A data action that ran and answered: a value, or null (no answer and no error)."""
+    result = verdict.get("result")
+    if not isinstance(result, Mapping) or not verdict.get("action"):
+        return False
+    return result.get("answer") is not None or not result.get("error")
+
+
 def _answer_line(verdict: Mapping[str, Any]) -> str:
     """``nrm: cel tool_input.command.contains('rm') ? ... = {"behavior": "deny"}``: what a
     data action (a CEL expression, a Rego query) evaluated to, beside what it was."""
     action = verdict.get("action") or {}
     written = " ".join(f"{key} {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}" for key, value in action.items())
-    return printable(f"{_verdict_id(verdict)}: {cut(written, 300)} = {verdict['result']['answer']}")
+    answer = verdict["result"].get("answer")
+    return printable(f"{_verdict_id(verdict)}: {cut(written, 300)} = {'null' if answer is None else answer}")
 
 
 def _verdict_id(verdict: Mapping[str, Any]) -> str:

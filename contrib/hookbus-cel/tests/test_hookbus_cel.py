@@ -237,3 +237,13 @@ def test_replay_runs_recorded_emits_through_a_changed_expression(hookbus_home: T
     assert changed.returncode == 3, changed.stdout + changed.stderr
     [flip] = json.loads(changed.stdout)["flipped"]
     assert flip["recorded"] == {"behavior": "allow"} and flip["now"]["behavior"] == "deny" and flip["by"] == ["policy"]
+
+
+def test_explain_shows_null_when_the_expression_has_no_opinion(hookbus_home: TestHome) -> None:
+    cel_hook(hookbus_home, "policy", DENY_RM)
+    words = [sys.executable, "-m", "hookbus", "--home", str(hookbus_home.root), "explain", "PreToolUse"]
+    quiet = {"tool_name": "bash", "tool_input": {"command": "ls"}}
+    text = subprocess.run(words, input=json.dumps(quiet), capture_output=True, text=True, timeout=60).stdout
+    assert f"policy: cel {DENY_RM} = null" in text, text
+    failing = subprocess.run(words, input=json.dumps({"tool_name": "bash"}), capture_output=True, text=True, timeout=60).stdout
+    assert "policy: cel" not in failing and "evaluation failed" in failing, failing
