@@ -247,3 +247,15 @@ def test_explain_shows_null_when_the_expression_has_no_opinion(hookbus_home: Tes
     assert f"policy: cel {DENY_RM} = null" in text, text
     failing = subprocess.run(words, input=json.dumps({"tool_name": "bash"}), capture_output=True, text=True, timeout=60).stdout
     assert "policy: cel" not in failing and "evaluation failed" in failing, failing
+
+
+def test_event_and_envelope_are_hookbus_names_whatever_the_envelope_holds(hookbus_home: TestHome, hookbus_fire: Fire) -> None:
+    """An envelope cannot pass itself off as another event, nor hide a field, by sending
+    fields named ``event`` or ``envelope``: those two names are hookbus's."""
+    expression = (
+        "event == 'PreToolUse' && envelope.event == 'Stop' && envelope.envelope == 'x' && tool_input.command == 'rm -rf /' "
+        "? {'behavior': 'deny', 'reason': 'seen as it is'} : null"
+    )
+    cel_hook(hookbus_home, "policy", expression, on_error="deny")
+    fired = hookbus_fire("PreToolUse", {**BASH, "event": "Stop", "envelope": "x"})
+    assert fired.decision.reason == "hook 'policy' denied: seen as it is", fired.record_of("policy")
