@@ -37,6 +37,15 @@ UserPromptSubmit, PreToolUse, PostToolUse and Stop (matcher ``*`` on the tool ev
   tool). The other events still post to the server, which no hook matches. Printed after
   the table: its PreToolUse per call against ``native``'s (Claude Code's own no-op bash
   hook), the ratio paired run by run (the same round), target <= 0.7x.
+- ``default-cel`` (not in the default ``--configs``; needs hookbus-cel too): exactly the
+  ``default`` install (``--install-bridge --http URL``, the guard on, so PreToolUse goes
+  through the gate), with its own server whose home's ONLY hook is the same ``cel`` rule on
+  PreToolUse (matcher ``bash``), sync, blocking and fail-closed (``"on_error": "deny"``). It
+  runs the normal prompt (``echo hi``), which the rule allows, so its result is the normal
+  one: a fail-closed policy hook at the host's own cost (one process a call, the gate's
+  bash; the decision in-process on the server). Printed after the table, for it and for
+  ``guard-only``: PreToolUse per call and the hook time a run, each against ``native``'s
+  (medians, and paired round by round), target <= 1.3x.
 
 ``bridge`` and ``http`` share one ``hookbus serve --http`` per hookbus executable.
 ``--also-hookbus LABEL=PATH`` adds ``bridge@LABEL`` and ``http@LABEL`` for another hookbus
@@ -68,6 +77,9 @@ Run it (Claude Code is not a dependency of hookbus; install it anywhere)::
 
     # a cel deny over http against Claude Code's own no-op bash hook (hookbus-cel installed)
     CLAUDE_BIN=... .venv/bin/python bench/claude_code_bench.py --configs none,native,http,cel-http
+
+    # a fail-closed cel rule behind the default install's gate, against native (hookbus-cel installed)
+    CLAUDE_BIN=... .venv/bin/python bench/claude_code_bench.py --configs none,native,guard-only,default-cel
 
 ``HOOKBUS_BIN`` names the hookbus executable (default: ``hookbus`` next to sys.executable).
 Every server and stub is stopped by its PID on exit; a claude run is killed after 120 s.
@@ -111,6 +123,8 @@ CEL_PROMPT = "Run the command: RUN<<rm -rf scratch>>"
 CEL_EXPECTED_RESULT = "done: is_error=True result="
 #: Its target: a PreToolUse call against Claude Code's own no-op bash hook's.
 CEL_TARGET = 0.7
+#: default-cel's and guard-only's targets against native: PreToolUse per call, hook time a run.
+GATE_TARGET = 1.3
 CLAUDE_TIMEOUT = 120.0
 SERVER_START_TIMEOUT = 30.0
 TOKEN_VARIABLE = "HOOKBUS_HTTP_TOKEN"
@@ -210,11 +224,14 @@ class HookbusServer:
     process: subprocess.Popen[bytes]
 
 
-def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True, cel: bool = False) -> None:
+def write_hookbus_home(
+    home: Path, guard: bool = False, hooks: bool = True, cel: bool = False, on_error: str | None = None,
+) -> None:
     """One trivial sync command hook per event (none without ``hooks``), or with ``cel``
-    only the cel-http config's deny hook. The built-in home guard is off unless ``guard``:
-    it keeps PreToolUse off Claude Code's http hooks, and what ``bridge`` and ``http``
-    compare is each transport's cost."""
+    only the cel deny hook (with ``on_error`` when given: ``deny`` for default-cel's
+    fail-closed one). The built-in home guard is off unless ``guard``: it keeps PreToolUse
+    off Claude Code's http hooks, and what ``bridge`` and ``http`` compare is each
+    transport's cost."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "hooks").mkdir(exist_ok=True)
     if not guard:
@@ -222,8 +239,10 @@ def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True, cel:
     if cel:
         folder = home / "hooks" / CEL_HOOK_ID
         folder.mkdir(parents=True)
-        spec = {"id": CEL_HOOK_ID, "trigger": {"event": "PreToolUse", "matcher": "bash"}, "mode": "sync",
-                "blocking": True, "cel": CEL_EXPRESSION}
+        spec: dict[str, Any] = {"id": CEL_HOOK_ID, "trigger": {"event": "PreToolUse", "matcher": "bash"},
+                                "mode": "sync", "blocking": True, "cel": CEL_EXPRESSION}
+        if on_error is not None:
+            spec["on_error"] = on_error
         (folder / "hook.json").write_text(json.dumps(spec, indent=2) + "\n")
         return
     for event in EVENTS if hooks else ():
@@ -237,10 +256,10 @@ def write_hookbus_home(home: Path, guard: bool = False, hooks: bool = True, cel:
 
 def start_hookbus(
     label: str, executable: str, root: Path, processes: Processes, guard: bool = False, hooks: bool = True,
-    cel: bool = False,
+    cel: bool = False, on_error: str | None = None,
 ) -> HookbusServer:
     home = root / f"hookbus-home-{label}"
-    write_hookbus_home(home, guard, hooks, cel)
+    write_hookbus_home(home, guard, hooks, cel, on_error)
     log = root / f"serve-{label}.log"
     process = processes.start([executable, "serve", "--home", str(home), "--http", "127.0.0.1:0"], stdout=log,
                               env=clean_env())
@@ -290,8 +309,10 @@ HOOKBUS_KINDS = {
     "default": "hookbus --install-bridge --http, guard on: the gate and http hooks",
     "guard-only": "as default, in a home with no hook but the guard (hookbus's own no-op)",
     "cel-http": "hookbus http hooks (--http-decisions), the home's only hook one `cel` deny on PreToolUse",
+    "default-cel": "as default, the home's only hook one fail-closed `cel` rule on PreToolUse (allows echo hi)",
 }
-#: Run when --configs is not given (cel-http needs the hookbus-cel plugin: asked for by name).
+#: Run when --configs is not given (cel-http and default-cel need the hookbus-cel plugin:
+#: asked for by name).
 DEFAULT_CONFIGS = "none,native,bridge,http,default,guard-only"
 
 
@@ -306,7 +327,7 @@ def hookbus_config(key: str, root: Path, server: HookbusServer, kind: str) -> Co
         # Every event that can go over http does, as the figures always measured (the
         # default puts the decision events on the gate, against port squatters).
         argv += ["--http", server.url, "--http-decisions"]
-    elif kind in ("default", "guard-only"):
+    elif kind in ("default", "guard-only", "default-cel"):
         argv += ["--http", server.url]
     done = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
@@ -546,14 +567,50 @@ def print_comparison(ours: str, theirs: str, found: dict[str, Any], target: floa
           f"http times have the debug log's 1 ms resolution.")
 
 
-def check_cel_loaded(server: HookbusServer) -> None:
-    """Refuse to measure the cel-http config unless its server loaded the cel hook."""
+def compare_hook_time(ours: list[Run], theirs: list[Run]) -> dict[str, Any]:
+    """The hook time a run (the sum of its calls) in ``ours`` against ``theirs``: the ratio of
+    the medians over all good runs, and the ratios paired round by round."""
+    mine = [sum(ms for _, _, ms in run.calls) for run in ours if run.ok]
+    baseline = [sum(ms for _, _, ms in run.calls) for run in theirs if run.ok]
+    paired = [
+        sum(ms for _, _, ms in a.calls) / sum(ms for _, _, ms in b.calls)
+        for a, b in zip(ours, theirs) if a.ok and b.ok and sum(ms for _, _, ms in b.calls) > 0
+    ]
+    if not mine or not baseline or statistics.median(baseline) <= 0:
+        return {"error": "no runs to compare"}
+    return {
+        "ms_median": median(mine),
+        "baseline_ms_median": median(baseline),
+        "ratio_of_medians": round(statistics.median(mine) / statistics.median(baseline), 3),
+        "paired_ratio_median": round(statistics.median(paired), 3) if paired else None,
+        "paired_ratio_min": round(min(paired), 3) if paired else None,
+        "paired_ratio_max": round(max(paired), 3) if paired else None,
+        "pairs": len(paired),
+    }
+
+
+def print_hook_time_comparison(ours: str, theirs: str, found: dict[str, Any], target: float) -> None:
+    if "error" in found:
+        print(f"{ours} vs {theirs}, hook time a run: {found['error']}")
+        return
+    ratio = found["ratio_of_medians"]
+    paired = (f"paired run by run {found['paired_ratio_median']:.2f}x (range {found['paired_ratio_min']:.2f}-"
+              f"{found['paired_ratio_max']:.2f}x over {found['pairs']} rounds)" if found["pairs"] else "no pairs")
+    print(f"{ours} vs {theirs}, hook time a run: {ratio:.2f}x, target <= {target:g}x "
+          f"{'met' if ratio <= target else 'MISS'} ({found['ms_median']:.1f} ms vs {found['baseline_ms_median']:.1f} ms, "
+          f"medians); {paired}.")
+
+
+def check_cel_loaded(server: HookbusServer, key: str = "cel-http", on_error: str | None = None) -> None:
+    """Refuse to measure a cel config unless its server loaded the cel hook (with that
+    ``on_error``, when given and when the status shows it)."""
     status = hookbus_status(server)
     hooks = {hook.get("id"): hook for hook in status.get("hooks") or []}
     hook = hooks.get(CEL_HOOK_ID) or {}
-    if hook.get("action") != "cel" or hook.get("state") != "enabled":
+    wrong_on_error = on_error is not None and "on_error" in hook and hook.get("on_error") != on_error
+    if hook.get("action") != "cel" or hook.get("state") != "enabled" or wrong_on_error:
         raise SystemExit(
-            f"cel-http: hookbus serve ({server.executable}) did not load the cel hook (is hookbus-cel installed "
+            f"{key}: hookbus serve ({server.executable}) did not load the cel hook (is hookbus-cel installed "
             f"in its environment? pip install -e contrib/hookbus-cel): hook {hook or 'missing'}; problems "
             f"{status.get('problems') or status.get('error')}"
         )
@@ -653,6 +710,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = configs["cel-http"] = hookbus_config("cel-http", root, cel, "cel-http")
             config.prompt, config.expect, config.expect_text = CEL_PROMPT, CEL_EXPECTED_RESULT, CEL_REASON
             config.not_called = ("PostToolUse",)
+        if "default-cel" in wanted:
+            # The default install (guard on, PreToolUse on the gate), a home of its own whose
+            # only hook is the fail-closed cel rule; the normal prompt, which it allows.
+            gated = servers["default-cel"] = start_hookbus("default-cel", hookbus, root, processes, guard=True,
+                                                           cel=True, on_error="deny")
+            check_cel_loaded(gated, "default-cel", "deny")
+            configs["default-cel"] = hookbus_config("default-cel", root, gated, "default-cel")
         for config in configs.values():
             print(f"[bench] {config.key}: {config.describe}; hooks {config.transport}"
                   + (f"; token via {config.token_via}" if config.token_via else ""), file=sys.stderr)
@@ -695,6 +759,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             cel_vs_native = compare_per_call(runs["cel-http"], runs["native"], "PreToolUse")
             print_comparison("cel-http", "native", cel_vs_native, CEL_TARGET)
             print()
+        gate_vs_native: dict[str, dict[str, Any]] = {}
+        for key in ("default-cel", "guard-only"):
+            if key in runs and "native" in runs:
+                per_call = compare_per_call(runs[key], runs["native"], "PreToolUse")
+                per_run = compare_hook_time(runs[key], runs["native"])
+                gate_vs_native[key] = {"PreToolUse_per_call": per_call, "hook_ms_per_run": per_run,
+                                       "target": GATE_TARGET}
+                print_comparison(key, "native", per_call, GATE_TARGET)
+                print_hook_time_comparison(key, "native", per_run, GATE_TARGET)
+                print()
         for key, config in configs.items():
             print(f"- {key}: {config.describe}" + (f"; token via {config.token_via}" if config.token_via else ""))
         for label, status in statuses.items():
@@ -721,6 +795,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             if cel_vs_native is not None:
                 result["cel_http_vs_native"] = {**cel_vs_native, "target": CEL_TARGET}
+            if gate_vs_native:
+                result["vs_native"] = gate_vs_native
             for settings in result["settings"].values():
                 if TOKEN_VARIABLE in (settings.get("env") or {}):
                     settings["env"][TOKEN_VARIABLE] = "<token>"
