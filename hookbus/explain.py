@@ -167,8 +167,13 @@ def answer_text(value: Any) -> str:
 
     try:
         text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
-    except (TypeError, ValueError, RecursionError):  # keys that do not sort, a value nested too deep
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):  # keys that do not sort, a value nested deep
+        from hookbus.deepjson import dumps_strict
+
+        try:
+            text = dumps_strict(value, (", ", ": "))
+        except (TypeError, ValueError):  # past MAX_NESTING, or what JSON cannot write
+            text = f"[a {type(value).__name__} hookbus cannot write as JSON]"
     return text if len(text) <= MAX_ANSWER_CHARS else text[: MAX_ANSWER_CHARS - 3] + "..."
 
 

@@ -183,3 +183,22 @@ def test_a_rego_hook_loaded_before_a_cel_hook_leaves_both_working(home: Path, wr
     )
     assert done.returncode == 2, done.stderr
     assert "hook 'b-cel' denied: failed closed" in json.loads(done.stdout)["reason"]
+
+
+def test_a_value_nested_past_the_recursion_limit_with_a_lone_surrogate_is_read_whole() -> None:
+    """outcome_from_value serves every policy engine, whose values may be nested as deep as
+    an envelope: no recursion, and no lone surrogate left in the reason or the answer."""
+    from hookbus import outcome_from_value
+    from hookbus.explain import answer_text
+
+    deep: Any = "bottom \ud800"
+    for _ in range(5_000):
+        deep = [deep]
+    outcome = outcome_from_value({"behavior": "deny", "reason": "no \udfff", "note": deep}, "PreToolUse")
+    assert (outcome.behavior, outcome.reason) == ("deny", "no \ufffd")
+    inner = outcome.answer["note"]
+    for _ in range(5_000):
+        (inner,) = inner
+    assert inner == "bottom \ufffd"
+    answer_text(outcome.answer).encode("utf-8")  # printable, nested too deep for json: cut to repr
+    assert outcome_from_value(["\ud800"]).answer == ["\ufffd"]
