@@ -552,14 +552,21 @@ def compare_per_call(ours: list[Run], theirs: list[Run], event: str) -> dict[str
     }
 
 
+def paired_text(found: dict[str, Any]) -> str:
+    """How the ratios paired round by round came out, for a comparison's line."""
+    if not found["pairs"]:
+        return "no pairs"
+    return (f"paired run by run {found['paired_ratio_median']:.2f}x (range {found['paired_ratio_min']:.2f}-"
+            f"{found['paired_ratio_max']:.2f}x over {found['pairs']} rounds)")
+
+
 def print_comparison(ours: str, theirs: str, found: dict[str, Any], target: float) -> None:
     event = found["event"]
     if "error" in found:
         print(f"{ours} vs {theirs}, {event} per call: {found['error']}")
         return
     ratio = found["ratio_of_medians"]
-    paired = (f"paired run by run {found['paired_ratio_median']:.2f}x (range {found['paired_ratio_min']:.2f}-"
-              f"{found['paired_ratio_max']:.2f}x over {found['pairs']} rounds)" if found["pairs"] else "no pairs")
+    paired = paired_text(found)
     print(f"{ours} vs {theirs}, {event} per call: {ratio:.2f}x, target <= {target:g}x "
           f"{'met' if ratio <= target else 'MISS'} ({found['ms_median']:.1f} ms vs {found['baseline_ms_median']:.1f} ms, "
           f"medians); {paired}; against {theirs}'s median per call over all its events "
@@ -594,8 +601,7 @@ def print_hook_time_comparison(ours: str, theirs: str, found: dict[str, Any], ta
         print(f"{ours} vs {theirs}, hook time a run: {found['error']}")
         return
     ratio = found["ratio_of_medians"]
-    paired = (f"paired run by run {found['paired_ratio_median']:.2f}x (range {found['paired_ratio_min']:.2f}-"
-              f"{found['paired_ratio_max']:.2f}x over {found['pairs']} rounds)" if found["pairs"] else "no pairs")
+    paired = paired_text(found)
     print(f"{ours} vs {theirs}, hook time a run: {ratio:.2f}x, target <= {target:g}x "
           f"{'met' if ratio <= target else 'MISS'} ({found['ms_median']:.1f} ms vs {found['baseline_ms_median']:.1f} ms, "
           f"medians); {paired}.")
