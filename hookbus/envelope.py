@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import _json
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from hookbus.deepjson import TooDeep
 from hookbus.errors import EnvelopeError, EnvelopeTooDeep
 from hookbus.jsontext import strict_json
-
-
-# What strict_json does for an envelope (compact, UTF-8, NaN refused, str() for anything
-# else), with the C encoder made once instead of on every call: a third of the encoding's
-# cost, on the emitting thread. No markers: a cycle is a RecursionError, and the careful
-# path says what it is.
-_encode: Any = _json.make_encoder(None, str, _json.encode_basestring, None, ":", ",", False, False, False)
 
 
 def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes]:
@@ -27,12 +19,6 @@ def encode_envelope(event: str, envelope: Mapping[str, Any]) -> tuple[Mapping[st
     """
     full = dict(envelope)
     full["hook_event_name"] = event
-    try:
-        payload = ("".join(_encode(full, 0)) + "\n").encode()
-    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
-        payload = b""  # NaN, a lone surrogate, a cycle, too deep: the careful way below
-    if payload:
-        return MappingProxyType(full), payload
     try:
         payload = strict_json(full, separators=(",", ":")) + b"\n"
     except TooDeep as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _json
 import functools
 import json
 import math
@@ -76,6 +77,8 @@ def strict_json(
     ``TooDeep`` (a ValueError).
     """
     try:
+        if indent is None:
+            return "".join(_compact_encoder(separators)(document, 0)).encode()
         return _encoder(indent, separators).encode(document).encode()
     except (RecursionError, ValueError, UnicodeEncodeError) as exc:
         if indent is None:
@@ -97,6 +100,16 @@ def _encoder(indent: int | None, separators: tuple[str, str] | None) -> json.JSO
     """One encoder per layout, made once: ``json.dumps`` with options builds a new one on
     every call, which costs an emit more than the encoding of a small envelope."""
     return json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=indent, separators=separators, default=str)
+
+
+@functools.lru_cache(maxsize=8)
+def _compact_encoder(separators: tuple[str, str] | None) -> Any:
+    """The C encoder behind ``_encoder(None, separators)``, made once: ``JSONEncoder.encode``
+    builds a new one on every call. No cycle markers (a dict each call would need its own,
+    and the encoder may run on several threads at once): a cycle is a RecursionError, which
+    the careful path then names."""
+    item_separator, key_separator = separators or (", ", ": ")
+    return _json.make_encoder(None, str, _json.encode_basestring, None, key_separator, item_separator, False, False, False)
 
 
 def _finite(value: Any) -> Any:

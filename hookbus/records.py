@@ -23,9 +23,23 @@ MAX_TOOL_NAME = 200
 
 def utc_timestamp(epoch: float | None = None) -> str:
     """RFC 3339 in UTC with milliseconds: ``2026-11-29T18:14:06.123Z``."""
+    global _last_second
     moment = time.time() if epoch is None else epoch
     seconds = int(moment)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int((moment - seconds) * 1000):03d}Z"
+    # Every fire stamps a record: the date and time of a second are formatted once, not
+    # once a fire (strftime was a twentieth of an in-process hook's emit).
+    cached = _last_second
+    if cached[0] == seconds:
+        whole = cached[1]
+    else:
+        whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _last_second = (seconds, whole)
+    return f"{whole}.{int((moment - seconds) * 1000):03d}Z"
+
+
+#: The last second ``utc_timestamp`` formatted, and its text: one tuple, swapped whole, so
+#: threads racing on it each read a consistent pair.
+_last_second: tuple[int, str] = (-1, "")
 
 
 def _to_microseconds(seconds: float) -> float:

@@ -451,6 +451,22 @@ def _shapes() -> _Shapes:
     return _Shapes()
 
 
+#: Texts RE2 found to hold no shape of secret (what ``_Survey`` asks of a record's strings,
+#: joined): a hook's records repeat theirs fire after fire (the same reason, the same tool
+#: name), and the answer depends on the text alone, not on the secrets registered since.
+_NO_SHAPE: dict[str, None] = {}
+#: What ``_NO_SHAPE`` holds at most: texts this long, and this many (then it starts again).
+_NO_SHAPE_TEXT_CHARS = 2048
+_NO_SHAPE_TEXTS = 512
+
+
+def _remember_no_shape(text: str) -> None:
+    if len(text) <= _NO_SHAPE_TEXT_CHARS:
+        if len(_NO_SHAPE) >= _NO_SHAPE_TEXTS:
+            _NO_SHAPE.clear()  # a dict's single operations hold the GIL: threads may race here
+        _NO_SHAPE[text] = None
+
+
 def _encoded(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")  # a lone surrogate (JSON's "\ud800") kept
 
@@ -564,9 +580,12 @@ class _Survey:
         joined = "\n".join(strings)
         if snapshot.anchors and any(anchor in joined for anchor in snapshot.anchors):
             self.to_mask.update(text for text in strings if any(anchor in text for anchor in snapshot.anchors))
+        if joined in _NO_SHAPE:
+            return
         data = _encoded(joined)
         engine = _shapes()
         if not engine.holds_any(data):
+            _remember_no_shape(joined)
             return
         spans, self.shapes, cut = engine.spans(data)
         self._assign(strings, spans, cut)

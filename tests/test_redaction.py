@@ -272,6 +272,31 @@ def test_redact_record_masks_secrets_of_a_known_shape_with_nothing_registered() 
     )
 
 
+def test_a_text_remembered_as_holding_no_shape_still_has_registered_secrets_masked() -> None:
+    """Records repeat their texts fire after fire, so a text found to hold no shape of
+    secret is remembered; a secret registered later is still found in it, and the memory
+    stays bounded however many texts pass."""
+    from hookbus import redaction
+
+    plain = "quietly-plain-words"  # a secret no shape would find: only registering it does
+    reason = f"refused: the call would print {plain} to the log"
+    first = record(status="deny", decision={"behavior": "deny", "reason": reason}, tool_name="bash")
+    assert redact_record(first) is first  # nothing registered, and no shape in it
+    assert any(reason in text for text in redaction._NO_SHAPE)
+    register_secret(plain)
+    again = redact_record(record(status="deny", decision={"behavior": "deny", "reason": reason}, tool_name="bash"))
+    assert again.decision == {"behavior": "deny", "reason": f"refused: the call would print {MARKER} to the log"}
+    for number in range(3 * redaction._NO_SHAPE_TEXTS):
+        redact_record(record(error=f"exited with status {number}", tool_name="bash"))
+    assert len(redaction._NO_SHAPE) <= redaction._NO_SHAPE_TEXTS
+    long_text = "a quiet sentence " * 200
+    redact_record(record(error=long_text))
+    assert not any(long_text in text for text in redaction._NO_SHAPE)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    for _ in range(2):  # a text holding a shape is never remembered as clean
+        assert redact_record(record(error=f"said {token}", tool_name="bash")).error == f"said ghp_{MARKER}"
+
+
 def test_redact_emit_record_masks_the_envelope_and_the_decision() -> None:
     envelope = {"tool_name": "bash", "tool_input": {"command": "curl -u bob:hunter2hunter2 https://x", "token": "abc"}}
     original = EmitRecord("2026-01-01T00:00:00.000Z", "PreToolUse", envelope, {"behavior": "deny", "reason": "no sk-" + "a" * 30}, ("g",))

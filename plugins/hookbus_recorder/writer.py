@@ -41,7 +41,7 @@ from hookbus.recording import BackgroundWriter, approximate_bytes
 from hookbus.reporting import ReportOnce
 
 from hookbus_recorder.logfile import LogAppender
-from hookbus_recorder.state import append_runs, make_state_directory, set_load_error
+from hookbus_recorder.state import RECENT_RUNS, append_runs, make_state_directory, set_load_error
 
 
 @attrs.frozen
@@ -66,12 +66,18 @@ _StateUpdate = tuple[Home, Union[RunRecord, LoadErrors]]
 UPDATE_OVERHEAD_BYTES = 400
 
 
+#: What ``_for_state`` keeps of a record: every field but its decision and note.
+_STATE_FIELDS = tuple(field.name for field in attrs.fields(RunRecord) if field.name not in ("decision", "note"))
+
+
 def _for_state(record: RunRecord) -> RunRecord:
     """``record`` with only what state.json shows (``state_run``, ``last_status``,
     ``last_error``): no decision, no note. The log has those."""
     if record.decision is None and record.note is None:
         return record
-    return attrs.evolve(record, decision=None, note=None)
+    # Not attrs.evolve, which reads the class's fields afresh on every call: this is on the
+    # emitting thread, once a fire.
+    return RunRecord(**{name: getattr(record, name) for name in _STATE_FIELDS})
 
 
 def _weigh(update: _StateUpdate) -> int:
@@ -141,17 +147,23 @@ class RecordWriter:
     def _write_states(self, batch: list[_StateUpdate]) -> None:
         """One rewrite of each hook's state.json for all its runs in the batch; load errors
         in their place among them."""
-        runs: dict[Path, list[RunRecord]] = {}
+        # Gathered by (home, hook, tier), which costs a tuple of what the record holds: a
+        # Path built and hashed for each of a busy hook's hundreds of runs held the GIL
+        # (and so the emitting threads) for milliseconds a batch.
+        gathered: dict[tuple[int, str, str], tuple[Home, list[RunRecord]]] = {}
         for home, item in batch:
             if isinstance(item, LoadErrors):
-                self._append_runs(runs)  # the runs before it first: they happened first
-                runs = {}
+                self._append_runs(gathered)  # the runs before it first: they happened first
+                gathered = {}
                 self._set_load_errors(home, item)
             else:
-                directory = home.state_dir(item.hook_id, item.tier)
-                if directory is not None and (item.tier == "user" or self._made(home, directory)):
-                    runs.setdefault(directory, []).append(item)
-        self._append_runs(runs)
+                key = (id(home), item.hook_id, item.tier)
+                entry = gathered.get(key)
+                if entry is None:
+                    gathered[key] = (home, [item])
+                else:
+                    entry[1].append(item)
+        self._append_runs(gathered)
 
     def _made(self, home: Home, directory: Path) -> bool:
         """Make a managed hook's state directory in the home when it is missing: the
@@ -163,7 +175,14 @@ class RecordWriter:
             return False
         return True
 
-    def _append_runs(self, runs: Mapping[Path, list[RunRecord]]) -> None:
+    def _append_runs(self, gathered: Mapping[tuple[int, str, str], tuple[Home, list[RunRecord]]]) -> None:
+        runs: dict[Path, list[RunRecord]] = {}
+        for (_, hook_id, tier), (home, hook_runs) in gathered.items():
+            directory = home.state_dir(hook_id, tier)
+            if directory is not None and (tier == "user" or self._made(home, directory)):
+                # Only the last RECENT_RUNS of a batch reach state.json (with the last one's
+                # status): the rest need no entry built.
+                runs.setdefault(directory, []).extend(hook_runs[-RECENT_RUNS:])
         held: list[tuple[Path, list[RunRecord]]] = []
         for hook_dir, hook_runs in runs.items():
             if _locked_elsewhere(hook_dir):

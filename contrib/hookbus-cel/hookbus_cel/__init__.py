@@ -84,6 +84,10 @@ MAX_EXPRESSION_CHARS = 64 * 1024
 _COMPREHENSION = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(")
 #: Functions that make a list of a string, whose items a comprehension may then iterate.
 _LIST_OF_STRING = re.compile(r"\.\s*split\s*\(")
+#: A CEL identifier (ASCII only; a field name in backticks is no top-level name).
+_IDENTIFIER = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
+#: What cel-cpp says of a name that no variable holds.
+_NO_SUCH_NAME = "No value with name"
 #: cel-cpp's position in its messages: "<input>:1:29: ".
 _POSITION = re.compile(r"<input>:(\d+):(\d+): ")
 
@@ -98,6 +102,9 @@ class CelProgram:
     comprehensions: int
     #: Whether it can turn a string into a list (``split``).
     splits: bool
+    #: Every identifier in its text (string literals' words too): the only names it can
+    #: read, so the only fields of the envelope it needs passed.
+    names: frozenset[str] = frozenset()
 
 
 @attrs.frozen
@@ -147,7 +154,11 @@ def compile_expression(source: str) -> CelProgram:
     except RuntimeError as exc:
         raise SpecError(compile_error_message(str(exc))) from None
     return CelProgram(
-        source, expression, len(_COMPREHENSION.findall(source)), _LIST_OF_STRING.search(source) is not None
+        source,
+        expression,
+        len(_COMPREHENSION.findall(source)),
+        _LIST_OF_STRING.search(source) is not None,
+        frozenset(_IDENTIFIER.findall(source)),
     )
 
 
@@ -276,37 +287,76 @@ class CelRunner:
 
     def run(self, call: HookCall) -> Outcome:
         program: CelProgram = call.hook.options
-        envelope = call.envelope
-        allowed = min(MAX_COST_BYTES, int(max(call.remaining(), 0.0) * BYTES_PER_SECOND))
-        size = measure(envelope)
-        cost = estimated_cost(program, size)
-        if cost > allowed:
-            return Outcome.fail_open(
-                f"not evaluated: over this envelope ({size.items:,} items, {size.chars:,} characters) the "
-                f"expression's {program.comprehensions} comprehension(s) could do about {cost:,} bytes of work, "
-                f"more than {allowed:,} in the time left of its timeout ({call.hook.spec.timeout}); "
-                "narrow what it iterates over, or raise the timeout",
-                failure="timeout",
-            )
-        if size.depth > MAX_DEPTH or size.unfit:
+        outcome = _evaluate(call, program, program.names)
+        if outcome is _UNBOUND:
+            # A name was read that was not passed (``names`` is read off the text, and only
+            # a field the envelope lacks should get here): evaluated again over every field,
+            # so that leaving fields out never changes what the expression decides.
+            outcome = _evaluate(call, program, None)
+        assert isinstance(outcome, Outcome)
+        return outcome
+
+
+#: ``_evaluate``'s answer when the expression read a name that was left out of its variables.
+_UNBOUND = object()
+
+
+def _evaluate(call: HookCall, program: CelProgram, names: frozenset[str] | None) -> object:
+    """The expression's outcome over the envelope's fields in ``names`` (all when None), or
+    ``_UNBOUND`` when it read a name that was left out.
+
+    Only the fields the expression names are passed: the engine converts every variable it
+    is given, whole, before it evaluates, and an envelope passed twice (as ``envelope`` and
+    field by field) cost half an evaluation's time. A field it names but the envelope lacks
+    is an error either way.
+    """
+    envelope = call.envelope
+    whole = names is None or "envelope" in names
+    fields = envelope if names is None else _named(envelope, names)
+    allowed = min(MAX_COST_BYTES, int(max(call.remaining(), 0.0) * BYTES_PER_SECOND))
+    size = measure(envelope if whole else fields)
+    cost = estimated_cost(program, size)
+    if cost > allowed:
+        return Outcome.fail_open(
+            f"not evaluated: over this envelope ({size.items:,} items, {size.chars:,} characters) the "
+            f"expression's {program.comprehensions} comprehension(s) could do about {cost:,} bytes of work, "
+            f"more than {allowed:,} in the time left of its timeout ({call.hook.spec.timeout}); "
+            "narrow what it iterates over, or raise the timeout",
+            failure="timeout",
+        )
+    if size.depth > MAX_DEPTH or size.unfit:
+        if whole:
             envelope = _fit(envelope, MAX_DEPTH)
-            if size.depth > MAX_DEPTH:
-                call.note(f"containers nested deeper than {MAX_DEPTH} levels reached the expression as {CUT!r}")
-        # A plain dict: the engine does not read a mapping proxy (the bus's envelope) as a map.
-        whole = dict(envelope)
-        data = dict(whole)
-        data["envelope"] = whole
+            fields = envelope if names is None else _named(envelope, names)
+        else:
+            fields = _fit(fields, MAX_DEPTH)
+        if size.depth > MAX_DEPTH:
+            call.note(f"containers nested deeper than {MAX_DEPTH} levels reached the expression as {CUT!r}")
+    # Plain dicts: the engine does not read a mapping proxy (the bus's envelope) as a map.
+    data = dict(fields)
+    if whole:
+        data["envelope"] = dict(envelope)  # hookbus's names win over fields of the same name
+    if names is None or "event" in names:
         data["event"] = call.event
-        try:
-            result = program.expression.eval(data=data)
-            value = result.plain_value()
-            # An error's plain value is its message: only a string can be one.
-            failed = isinstance(value, str) and result.type().name() == "ERROR"
-        except RuntimeError as exc:  # the iteration budget, a value the engine cannot take
-            return Outcome.fail_open(f"evaluation failed: {_engine_message(str(exc))}")
-        if failed:
-            return Outcome.fail_open(f"evaluation failed: {_engine_message(str(value))}", failure="error")
-        return outcome_from_value(value, call.event, what="the expression's value")
+    try:
+        result = program.expression.eval(data=data)
+        value = result.plain_value()
+        # An error's plain value is its message: only a string can be one.
+        failed = isinstance(value, str) and result.type().name() == "ERROR"
+    except RuntimeError as exc:  # the iteration budget, a value the engine cannot take
+        return Outcome.fail_open(f"evaluation failed: {_engine_message(str(exc))}")
+    if failed:
+        if names is not None and _NO_SUCH_NAME in value:
+            return _UNBOUND
+        return Outcome.fail_open(f"evaluation failed: {_engine_message(str(value))}", failure="error")
+    return outcome_from_value(value, call.event, what="the expression's value")
+
+
+def _named(envelope: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """The fields of ``envelope`` among ``names``, walking the shorter of the two."""
+    if len(names) < len(envelope):
+        return {name: envelope[name] for name in names if name in envelope}
+    return {name: value for name, value in envelope.items() if name in names}
 
 
 def _engine_message(text: str) -> str:
