@@ -34,15 +34,19 @@ def suggest_event(event: str) -> tuple[str, str] | None:
     for name in EVENT_NAMES:
         if name.lower() == folded:
             return name, ""
-    # Hosts' names for the same events: a Claude Code or Gemini CLI user types their own.
-    # (Lazily: these modules are the bridges', on built-in modules only.)
+    # Hosts' names for the same events: a Claude Code, Gemini CLI or Codex CLI user types
+    # their own. (Lazily: these modules are the bridges', on built-in modules only.)
     from hookbus.dialects.claude_names import VIX_EVENT as CLAUDE_EVENTS
+    from hookbus.dialects.codex_names import VIX_EVENT as CODEX_EVENTS
     from hookbus.dialects.gemini_names import VIX_EVENT as GEMINI_EVENTS
 
-    for host, names in (("Claude Code", CLAUDE_EVENTS), ("Gemini CLI", GEMINI_EVENTS)):
+    hosts = (("Claude Code", CLAUDE_EVENTS), ("Gemini CLI", GEMINI_EVENTS), ("Codex CLI", CODEX_EVENTS))
+    for _, names in hosts:
         for theirs, ours in names.items():
             if theirs != ours and theirs.lower() == folded:
-                return ours, f" {theirs} is {host}'s name for it"
+                whose = [f"{host}'s" for host, spelled in hosts if spelled.get(theirs) == ours]
+                said = whose[0] if len(whose) == 1 else f"{', '.join(whose[:-1])} and {whose[-1]}"
+                return ours, f" {theirs} is {said} name for it"
     import difflib
 
     lowered = {name.lower(): name for name in EVENT_NAMES}

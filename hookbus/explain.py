@@ -38,6 +38,8 @@ LOAD_ERROR = "load error"
 DISABLED = "disabled"
 OTHER_EVENT = "other event"
 MATCHER = "matcher"
+#: The host whose tool names a dialect hook's matcher is also tried on.
+_DIALECT_HOSTS = {"claude-code": "Claude Code", "codex": "Codex CLI"}
 #: The states in which a hook runs for the event.
 RUNS = (MATCHED, ASYNC, NOT_BLOCKING, SHADOW)
 #: What a shadow hook does, whatever else its spec says ("blocking", "on_error").
@@ -243,7 +245,7 @@ def _verdict(hook: Hook, event: str, field: str | None, value: str | None, guard
     elif field is not None and value is not None and not hook.matcher.matches(value):
         shown = f"{field} {value!r}" if value else f"no {field} in the envelope"
         matcher = spec.trigger.matcher
-        dialect = f" (a {spec.dialect} hook: tried on vixd's names and Claude Code's)" if spec.dialect else ""
+        dialect = f" (a {spec.dialect} hook: tried on vixd's names and {_DIALECT_HOSTS.get(spec.dialect, spec.dialect)}'s)" if spec.dialect else ""
         status, detail = MATCHER, f"{MATCHER} {matcher!r} did not match {shown}{dialect}"
     elif not hook.is_sync:
         status, detail = ASYNC, "matched; async: runs in the background and cannot change the decision"

@@ -372,7 +372,7 @@ def test_an_unknown_event_gets_a_did_you_mean_everywhere(tmp_path, home, write_h
     from servekit import Served
 
     write_hook("stopper", event="Stop", mode="sync", command="echo fired")
-    hint = "(did you mean 'ThreadStart'? SessionStart is Claude Code's name for it)"
+    hint = "(did you mean 'ThreadStart'? SessionStart is Claude Code's, Gemini CLI's and Codex CLI's name for it)"
     with Served(home, env=cli_env(tmp_path)):
         emitted = run_cli(tmp_path, "emit", "pretooluse", home=home, stdin="{}")
         hosts = run_cli(tmp_path, "emit", "SessionStart", home=home, stdin="{}")

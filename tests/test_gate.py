@@ -469,9 +469,15 @@ def test_status_names_the_gate_and_what_it_did(home: Path, write_hook: HookWrite
     run(gate_words(home), b"not json")
     document = json.loads(hookbus("status", "--home", str(home), "--json").stdout)
     gate = document["http"]["gate"]
-    assert gate == {"script": str(gate_script()), "run_file": str(home / "run" / "http.gate"), "answered": 1, "sent_to_bridge": 1}
+    assert gate == {
+        "script": str(gate_script()), "run_file": str(home / "run" / "http.gate"), "answered": 1, "sent_to_bridge": 1,
+        "hosts": {"Claude Code": 1, "Gemini CLI": 0, "Codex CLI": 0},
+    }
     text = hookbus("status", "--home", str(home)).stdout
-    assert f"gate        bash {gate_script()}: finds this server in {home / 'run' / 'http.gate'}; 1 answered, 1 sent" in text
+    assert (
+        f"gate        bash {gate_script()}: finds this server in {home / 'run' / 'http.gate'}; 1 answered "
+        "(Claude Code 1, Gemini CLI 0, Codex CLI 0), 1 sent"
+    ) in text
 
 
 def test_the_run_file_is_private_and_gone_when_the_server_stops(home: Path, serve: Callable[..., Served]) -> None:

@@ -200,7 +200,7 @@ def test_an_existing_id_is_refused_unless_forced(tmp_path: Path, home: Path) -> 
     ("args", "message"),
     [
         (["x", "--event", "pretooluse"], "hookbus new: unknown event 'pretooluse'; events are PreToolUse, "),
-        (["x", "--event", "SessionStart"], "(did you mean 'ThreadStart'? SessionStart is Claude Code's name for it)"),
+        (["x", "--event", "SessionStart"], "(did you mean 'ThreadStart'? SessionStart is Claude Code's, Gemini CLI's and Codex CLI's name for it)"),
         (["x", "--event", "Stop", "--matcher", "bash"], "hookbus new: Stop has no matcher field, so a hook of it takes no --matcher: leave it out"),
         (["x", "--event", "PreToolUse", "--matcher", r"(a+)\1"], "hookbus new: --matcher: invalid matcher regex '(a+)\\\\1': backreferences are not supported (hookbus matches with RE2"),
         (["x", "--event", "PreToolUse", "--matcher", "a{,3}"], "write {0,3}"),

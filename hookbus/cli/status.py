@@ -192,8 +192,13 @@ def _print(status: Mapping[str, Any], path: str, differences: Sequence[str]) -> 
                 f"finds this server in {gate.get('run_file')}" if gate.get("run_file")
                 else "cannot find this server (no run file: it runs the command bridge on every call)"
             )
+            hosts = gate.get("hosts")
+            served = (
+                " (" + ", ".join(f"{name} {answered}" for name, answered in hosts.items()) + ")"
+                if isinstance(hosts, Mapping) and hosts else ""
+            )
             rows.insert(3, (
-                "gate", f"bash {gate.get('script')}: {found}; {gate.get('answered')} answered, "
+                "gate", f"bash {gate.get('script')}: {found}; {gate.get('answered')} answered{served}, "
                 f"{gate.get('sent_to_bridge')} sent to the command bridge",
             ))
     say(f"hookbus serve is serving {status.get('home')} (pid {status.get('pid')})")

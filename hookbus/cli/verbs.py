@@ -835,6 +835,20 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         "(Gemini CLI then goes on, and shows stderr).",
         _add_host_hook,
     ),
+    "codex-hook": (
+        "be Codex CLI's hook engine: one command for every Codex CLI event",
+        "Read Codex CLI's hook envelope on stdin, run this home's hooks for the matching "
+        "event (SessionStart is ThreadStart, Bash is bash), through a `hookbus serve` when one "
+        "answers, and print the merged decision in the only forms Codex CLI honours, which "
+        "fails open on anything else: a deny is permissionDecision deny (or decision block) with "
+        "a reason AND exit 2 with the reason on stderr; an ask on PreToolUse is a deny saying the "
+        "user's approval was needed; a rewrite is allow with the whole updatedInput; approve and "
+        "allow print nothing. A Stop kept going more than 8 times in a row stops. Events with no "
+        "counterpart (PreModelRequest, PostModelRequest, Interrupt, SessionEnd) print nothing. "
+        "When hookbus cannot decide, each hook that could match fails under its own on_error: a "
+        "fail-closed one denies. Exit 1 only when none could have (Codex CLI then goes on).",
+        _add_host_hook,
+    ),
     "import": (
         "turn Claude Code's hooks (settings.json, a plugin's hooks.json) into hooks of this home",
         "Turn each command or prompt hook of FILE's \"hooks\" block (a Claude Code settings.json, "
@@ -919,7 +933,7 @@ def _main(argv: Sequence[str] | None, undecided: str | None) -> int:
         args.home = None
     # From quickpath, or from the gate (--undecided, after a server that may have run the hooks).
     args.undecided = undecided if undecided is not None else getattr(args, "undecided", None)
-    if args.verb not in ("emit", "claude-code-hook", "gemini-cli-hook"):  # they log only in-process: a server is faster
+    if args.verb not in ("emit", "claude-code-hook", "gemini-cli-hook", "codex-hook"):  # they log only in-process: a server is faster
         from hookbus.cli.console import log_to_stderr
 
         log_to_stderr()

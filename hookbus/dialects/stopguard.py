@@ -14,7 +14,8 @@ agent going, and each of its hook calls is a process of its own, which a bus's m
 not outlive. So ``hookbus gemini-cli-hook`` keeps the same memory on disk
 (``remembered_stop``, ``remember_stop``), whether a server or the bridge's own process ran
 the hooks, and puts ``stop_hook_active: true`` into the envelope itself, for every hook,
-native or dialect. It is one empty file per session that was told "go on", named by the
+native or dialect. It is one file per session that was told "go on" (holding how many
+stops in a row were, past the first, which ``hookbus codex-hook`` bounds), named by the
 digest of its ids, in a directory private to the user:
 ``$XDG_RUNTIME_DIR/hookbus/stops`` (a per-user tmpfs, gone at logout) when that is set,
 else ``$XDG_STATE_HOME/hookbus/stops`` (``~/.local/state/hookbus/stops``). Not the home:
@@ -162,10 +163,38 @@ def remembered_stop(environ: Mapping[str, str], event: str, envelope: Mapping[st
     return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and fresh
 
 
-def remember_stop(environ: Mapping[str, str], event: str, envelope: Mapping[str, Any], continued: bool) -> str | None:
-    """Keep how this stop was answered: ``continued`` ("go on") makes its entry, anything
-    else removes it. None when done (or nothing needed doing); else why it could not be
-    kept, for one line on stderr: the next stop then sees no flag."""
+def remembered_rounds(environ: Mapping[str, str], event: str, envelope: Mapping[str, Any]) -> int:
+    """How many stops of this session in a row were answered "go on", as ``remember_stop``
+    counted them; 0 whenever the memory cannot say."""
+    if not remembered_stop(environ, event, envelope):
+        return 0
+    key = _key(event, envelope)
+    descriptor, _ = _open_memory(environ, create=False)
+    if key is None or descriptor is None:
+        return 0
+    try:
+        entry = os.open(key.hex(), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=descriptor)
+    except OSError:
+        return 0
+    finally:
+        os.close(descriptor)
+    try:
+        text = os.read(entry, 16)
+    except OSError:
+        return 0
+    finally:
+        os.close(entry)
+    # An entry of an older hookbus is empty: one round.
+    return int(text) if text.isdigit() else 1
+
+
+def remember_stop(
+    environ: Mapping[str, str], event: str, envelope: Mapping[str, Any], continued: bool, rounds: int = 1
+) -> str | None:
+    """Keep how this stop was answered: ``continued`` ("go on") makes its entry, holding
+    ``rounds`` (how many stops in a row were), anything else removes it. None when done (or
+    nothing needed doing); else why it could not be kept, for one line on stderr: the next
+    stop then sees no flag."""
     key = _key(event, envelope)
     if key is None:
         return None
@@ -177,8 +206,13 @@ def remember_stop(environ: Mapping[str, str], event: str, envelope: Mapping[str,
         if not continued:
             os.unlink(name, dir_fd=descriptor)
             return None
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        os.close(os.open(name, flags, 0o600, dir_fd=descriptor))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        entry = os.open(name, flags, 0o600, dir_fd=descriptor)
+        try:
+            if rounds > 1:
+                os.write(entry, str(rounds).encode())
+        finally:
+            os.close(entry)
         # Its time, to the nanosecond (the kernel's own is coarser): the newest, for the bound.
         now = time.time_ns()
         os.utime(name, ns=(now, now), dir_fd=descriptor, follow_symlinks=False)

@@ -1,5 +1,5 @@
-"""The bridges: hookbus as the hook engine of Claude Code (``hookbus claude-code-hook``)
-and of Gemini CLI (``hookbus gemini-cli-hook``).
+"""The bridges: hookbus as the hook engine of Claude Code (``hookbus claude-code-hook``),
+of Gemini CLI (``hookbus gemini-cli-hook``) and of Codex CLI (``hookbus codex-hook``).
 
 The host runs one command for every event (``hookbus import claude-code|gemini-cli FILE
 --install-bridge`` writes its settings). The bridge reads the host's envelope on stdin and
@@ -21,7 +21,7 @@ a failure no fail-closed hook could have caught. Built-in modules only:
 
 from __future__ import annotations
 
-from hookbus.dialects import claude_names, gemini_names
+from hookbus.dialects import claude_names, codex_names, gemini_names
 from hookbus.dialects.claude_names import DEFAULT_NAMES, ToolNames, envelope_to_vix
 
 TYPE_CHECKING = False
@@ -122,6 +122,11 @@ class Host:
         tool = envelope.get("tool_name")
         output = self.render(host_event, event, decision, self.names, tool if isinstance(tool, str) else None)
         return (output if output or self.says_empty else None), self._unsaid(event, decision)
+
+    def refusal(self, event: str, decision: dict[str, Any]) -> str | None:
+        """What to say on stderr, exiting 2, beside the JSON: for a host that takes a block
+        only so (Codex CLI); None for the others, which read the JSON alone."""
+        return None
 
     def _unsaid(self, event: str, decision: dict[str, Any]) -> list[str]:
         notes = []
@@ -294,4 +299,82 @@ GEMINI_CLI = GeminiHost(
     # Gemini CLI parses stdout at exit 0 as JSON: say "nothing" in JSON.
     says_empty=True,
 )
-HOSTS = {host.verb: host for host in (CLAUDE_CODE, GEMINI_CLI)}
+
+
+class CodexHost(Host):
+    """Codex CLI (0.169.0), where it differs from what a Host assumes of its host: a deny is
+    said twice (the JSON and exit 2, ``codexoutput.refusal``), and it puts no bound on Stop
+    hooks that keep the turn going, so this bridge does (``MAX_STOP_ROUNDS``)."""
+
+    __slots__ = ()
+
+    #: Stops of one session in a row that the bridge lets hooks answer "go on": at the next,
+    #: the turn stops (said on stderr). Codex itself ran 1,585 rounds of a hook that always
+    #: blocked, for 13 minutes, until it was killed.
+    MAX_STOP_ROUNDS = 8
+
+    def answer(self, host_event: str, event: str, envelope: Mapping[str, Any], decision: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+        """As ``Host.answer``; a Stop that would go on past MAX_STOP_ROUNDS in a row stops."""
+        notes: list[str] = []
+        if event in ("Stop", "SubagentStop"):
+            decision, notes = self._bounded_stop(event, envelope, decision)
+        output, unsaid = super().answer(host_event, event, envelope, decision)
+        return output, [*notes, *unsaid]
+
+    def _bounded_stop(self, event: str, envelope: Mapping[str, Any], decision: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        import os
+
+        from hookbus.dialects.stopguard import remember_stop, remembered_rounds
+
+        notes = []
+        rounds = remembered_rounds(os.environ, event, envelope) + 1 if decision.get("continue_with") else 0
+        if rounds > self.MAX_STOP_ROUNDS:
+            notes.append(
+                f"hooks kept the turn going {self.MAX_STOP_ROUNDS} times in a row, the most this bridge allows (Codex "
+                "CLI sets no bound): this time the turn stops"
+            )
+            decision, rounds = {**decision, "continue_with": None}, 0
+        why = remember_stop(os.environ, event, envelope, rounds > 0, rounds)
+        if why is not None:
+            notes.append(f"cannot count the stops kept going in a row ({why}): a Stop hook that always says go on is not bounded")
+        return decision, notes
+
+    def refusal(self, event: str, decision: dict[str, Any]) -> str | None:
+        from hookbus.hosts.codexoutput import refusal
+
+        return refusal(event, decision)
+
+    def _unsaid(self, event: str, decision: dict[str, Any]) -> list[str]:
+        from hookbus.hosts.codexoutput import as_codex
+
+        decision = as_codex(event, decision)
+        if decision.get("behavior") == "deny" or event == "PermissionRequest":
+            # A deny is heard whole; PermissionRequest's approve is its allow.
+            decision = {key: value for key, value in decision.items() if key not in ("permission", "context")}
+        notes = super()._unsaid(event, decision)
+        if decision.get("halt") and event not in codex_names.HALT_EVENTS:
+            notes.append(f"a hook said to end the session on {event}, where {self.name} cannot take it; the session goes on")
+        return notes
+
+
+def _codex_output(host_event: str, event: str, decision: dict[str, Any], names: ToolNames, tool: str | None) -> dict[str, Any]:
+    from hookbus.hosts.codexoutput import codex_output
+
+    return codex_output(host_event, event, decision, names, tool)
+
+
+CODEX_CLI = CodexHost(
+    name="Codex CLI",
+    verb="codex-hook",
+    events=codex_names.VIX_EVENT,
+    names=codex_names.CODEX_TOOLS,
+    # Codex hands its hooks no variables of its own: the envelope's cwd is the project.
+    variables=(),
+    render=_codex_output,
+    context_events=codex_names.CONTEXT_EVENTS,
+    # PermissionRequest's allow and deny only; on PreToolUse an approve has no counterpart.
+    hears_permission=False,
+    # Codex takes exit 0 with nothing printed for "nothing to say".
+    says_empty=False,
+)
+HOSTS = {host.verb: host for host in (CLAUDE_CODE, GEMINI_CLI, CODEX_CLI)}

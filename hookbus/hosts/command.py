@@ -1,4 +1,4 @@
-"""``hookbus claude-code-hook`` and ``hookbus gemini-cli-hook`` on the full command line:
+"""``hookbus claude-code-hook``, ``gemini-cli-hook`` and ``codex-hook`` on the full command line:
 everything ``hookbus.serve.quickpath`` does not answer on its way to a server.
 
 The host runs the tool on anything but a deny, so nothing hookbus itself gets wrong may
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hookbus.hosts.bridge import HOSTS, BridgeInputError, Host
 from hookbus.hosts.hostinput import read_host_envelope
+from hookbus.terminal import printable
 from hookbus.cli.core import (
     Interrupts,
     ServerLost,
@@ -67,10 +68,12 @@ def run_host_hook(args: argparse.Namespace, host: Host) -> int:
         assert unreadable is not None
         return _last_resort(args, host, host_event, event, unreadable)
     answered: list[dict[str, Any]] = []
+    #: Whether each answer was a refusal the host takes by exit code (Codex CLI's exit 2).
+    refused: list[bool] = []
 
     def answer(decision: dict[str, Any]) -> None:
         answered.append(decision)
-        _print_answer(host, host_event, event, envelope, decision)
+        refused.append(_print_answer(host, host_event, event, envelope, decision))
 
     verb = f"hookbus {host.verb}"
     try:
@@ -80,10 +83,10 @@ def run_host_hook(args: argparse.Namespace, host: Host) -> int:
             decision, unreadable = None, exc.why
         if decision is not None:
             answer(decision)
-            return 0
+            return 2 if any(refused) else 0
         interrupts = Interrupts()
         decide_in_process(args, event, envelope, interrupts, answer, unreadable)
-        return interrupts.exit_code(0)
+        return interrupts.exit_code(2 if any(refused) else 0)
     except Exception as exc:  # MemoryError, RecursionError, OSError, a plugin's bug, ...
         if answered:
             warn(f"{verb}: after the answer: {type(exc).__name__}: {exc}")
@@ -102,15 +105,21 @@ def _stdin_bytes() -> bytes:
     return stdin.read().encode("utf-8", "surrogateescape")  # handed over as text already
 
 
-def _print_answer(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> None:
+def _print_answer(host: Host, host_event: str, event: str, envelope: dict[str, Any], decision: dict[str, Any]) -> bool:
+    """Print the host's answer; True when the host must also hear it as exit 2 (the reason
+    is then stderr's first line, as the host shows it)."""
     from hookbus.hosts.bridge import output_text
 
     output, notes = host.answer(host_event, event, envelope, decision)
+    refusal = host.refusal(event, decision)
     if output is not None:
         sys.stdout.write(output_text(output) + "\n")
         sys.stdout.flush()
+    if refusal is not None:
+        print(printable(refusal), file=sys.stderr, flush=True)
     for note in notes:
         warn(f"hookbus {host.verb}: {note}")
+    return refusal is not None
 
 
 def _last_resort(args: argparse.Namespace, host: Host, host_event: str | None, event: str | None, why: str) -> int:
@@ -127,8 +136,8 @@ def _last_resort(args: argparse.Namespace, host: Host, host_event: str | None, e
         return 1
     if host_event is not None and event is not None:
         try:
-            _print_answer(host, host_event, event, {}, {"behavior": "deny", "reason": reason})
-            return 0
+            refused = _print_answer(host, host_event, event, {}, {"behavior": "deny", "reason": reason})
+            return 2 if refused else 0
         except Exception:  # noqa: BLE001 - the exit code below still denies
             pass
     # The event is unknown (or its answer could not be written): exit 2 is a block for

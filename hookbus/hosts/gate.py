@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 #: The host names the gate takes, by the bridge's verb.
-GATE_HOSTS = {"claude-code-hook": "claude-code", "gemini-cli-hook": "gemini-cli"}
+GATE_HOSTS = {"claude-code-hook": "claude-code", "gemini-cli-hook": "gemini-cli", "codex-hook": "codex"}
 #: The oldest bash the gate posts from (read -N, printf %(...)T); older ones run the bridge.
 MIN_BASH = (4, 2)
 

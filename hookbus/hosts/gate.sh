@@ -6,7 +6,7 @@
 #
 #   bash gate.sh HOST HOME -- BRIDGE...
 #
-# HOST is claude-code or gemini-cli; HOME the hookbus home; BRIDGE the command bridge's
+# HOST is claude-code, gemini-cli or codex; HOME the hookbus home; BRIDGE the command bridge's
 # words (/path/hookbus claude-code-hook --home HOME). Only bash's builtins run on the way
 # to the server: no process is started (bash >= 4.2; an older one runs the bridge).
 #
@@ -65,6 +65,7 @@ gate_env=
 case $gate_host in
   claude-code) gate_route=/gate/claude-code gate_vars="CLAUDE_PROJECT_DIR CLAUDE_ENV_FILE" ;;
   gemini-cli) gate_route=/gate/gemini-cli gate_vars="GEMINI_PROJECT_DIR CLAUDE_PROJECT_DIR" ;;
+  codex) gate_route=/gate/codex gate_vars= ;;
   *) gate_bridge "$@" ;;
 esac
 

@@ -1,4 +1,4 @@
-"""``POST /gate/claude-code`` and ``POST /gate/gemini-cli``: the gate's way to the server
+"""``POST /gate/claude-code``, ``/gate/gemini-cli`` and ``/gate/codex``: the gate's way to the server
 (``hookbus/hosts/gate.sh``, a bash command hook that starts no Python while a server
 answers), and ``POST /gemini-cli``: what ``hookbus gemini-cli-hook`` prints, over http.
 
@@ -251,9 +251,13 @@ class BridgeEndpoint:
         try:
             decision = self.bus.undecided(event, envelope, reading.unreadable).as_dict()
             output, notes = self.host.answer(host_event, event, envelope, decision)
+            refusal = self.host.refusal(event, decision)
         except Exception as exc:
             return self._last_resort(host_event, event, f"{reading.unreadable}; then {type(exc).__name__}: {exc}")
-        return self._outcome(Outcome(0, "" if output is None else output_text(output) + "\n", notes))
+        stdout = "" if output is None else output_text(output) + "\n"
+        if refusal is not None:
+            return self._outcome(Outcome(2, stdout, [_printable(refusal), *notes]))
+        return self._outcome(Outcome(0, stdout, notes))
 
     def _last_resort(self, host_event: str | None, event: str | None, why: str) -> Reply:
         """As ``hookbus.hosts.command._last_resort``: a deny when a fail-closed hook of the
@@ -266,7 +270,11 @@ class BridgeEndpoint:
             return self._outcome(Outcome(1, "", [said]))
         if host_event is not None and event is not None:
             try:
-                output, _ = self.host.answer(host_event, event, {}, {"behavior": "deny", "reason": reason})
+                deny = {"behavior": "deny", "reason": reason}
+                output, _ = self.host.answer(host_event, event, {}, deny)
+                refusal = self.host.refusal(event, deny)
+                if output is not None and refusal is not None:
+                    return self._outcome(Outcome(2, output_text(output) + "\n", [_printable(refusal), said]))
                 if output is not None:
                     return self._outcome(Outcome(0, output_text(output) + "\n", [said]))
             except Exception:  # noqa: BLE001 - the exit code below still denies
@@ -298,11 +306,14 @@ class BridgeEndpoint:
             lines: list[str] = []
             say_server_notes(answer, self.verb, lines.append)
             output, notes = self.host.answer(host_event, event, envelope, answer)
+            refusal = self.host.refusal(event, answer)
             stdout = "" if output is None else output_text(output) + "\n"
+            if refusal is not None:
+                lines.append(refusal)  # the reason Codex CLI shows, with exit 2: as quickpath says it
             lines += [f"{self.verb}: {note}" for note in notes]
         except Exception as exc:
             return self._undecided(f"the server's decision could not be written: {type(exc).__name__}: {exc}")
-        return self._outcome(Outcome(0, stdout, [_printable(line) for line in lines]))
+        return self._outcome(Outcome(0 if refusal is None else 2, stdout, [_printable(line) for line in lines]))
 
     # -- answers --------------------------------------------------------------------------
 

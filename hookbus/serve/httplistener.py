@@ -1,7 +1,7 @@
 """``hookbus serve --http``: an HTTP/1.1 listener on loopback, beside the Unix socket, in the
 same process and on the same bus. Its routes are ``POST /claude-code``, Claude Code's http
-hooks (``hookbus.serve.claudehttp``); ``POST /gate/claude-code`` and ``POST
-/gate/gemini-cli``, the gate's, and ``POST /gemini-cli``, what ``hookbus gemini-cli-hook``
+hooks (``hookbus.serve.claudehttp``); ``POST /gate/claude-code``, ``POST
+/gate/gemini-cli`` and ``POST /gate/codex``, the gate's, and ``POST /gemini-cli``, what ``hookbus gemini-cli-hook``
 prints (``hookbus.serve.gatehttp``); ``GET /ping`` says which server this is, to a client
 with the token (the import checks its token with it).
 
@@ -70,7 +70,7 @@ logger = logging.getLogger("hookbus")
 #: Claude Code's http hooks' route; POST only, as every route but PING_ROUTE.
 ROUTE = b"/claude-code"
 #: The gate's routes, by host (``hookbus.serve.gatehttp``).
-GATE_ROUTES = {b"/gate/claude-code": "claude-code-hook", b"/gate/gemini-cli": "gemini-cli-hook"}
+GATE_ROUTES = {b"/gate/claude-code": "claude-code-hook", b"/gate/gemini-cli": "gemini-cli-hook", b"/gate/codex": "codex-hook"}
 #: What ``hookbus gemini-cli-hook`` prints, over http.
 GEMINI_ROUTE = b"/gemini-cli"
 #: The headers a gate request carries that its endpoint reads (the rest are h11's).
@@ -350,6 +350,7 @@ class HttpListener:
         return {
             "script": str(gate_script()), "run_file": gate_file_path(home) if ours else None,
             "answered": sum(gate.answered for gate in gates), "sent_to_bridge": sum(gate.sent_to_bridge for gate in gates),
+            "hosts": {gate.host.name: gate.answered for gate in gates},
         }
 
     def connection_limits(self) -> tuple[int, int]:

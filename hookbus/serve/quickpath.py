@@ -1,7 +1,7 @@
 """``hookbus`` starts here: the way of ``hookbus emit`` and of the bridges to a live
 ``hookbus serve``, on the interpreter's built-in modules alone.
 
-A command this path knows (``emit``, ``claude-code-hook``, ``gemini-cli-hook``, with no
+A command this path knows (``emit``, ``claude-code-hook``, ``gemini-cli-hook``, ``codex-hook``, with no
 option but ``--home``, ``--socket`` and, for emit, ``--input``) goes straight to a live
 server of its home. Anything else, and anything unusual on the way (no server, an envelope
 that is not plain JSON, an error answer that the full command line explains), is handed to
@@ -43,7 +43,12 @@ if TYPE_CHECKING:
     from hookbus.hosts.bridge import Host
 
 #: The verbs this path answers, and the options each takes (each with a value).
-_VERBS = {"emit": ("--home", "--socket", "--input"), "claude-code-hook": ("--home", "--socket"), "gemini-cli-hook": ("--home", "--socket")}
+_VERBS = {
+    "emit": ("--home", "--socket", "--input"),
+    "claude-code-hook": ("--home", "--socket"),
+    "gemini-cli-hook": ("--home", "--socket"),
+    "codex-hook": ("--home", "--socket"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -207,11 +212,14 @@ def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, An
     from hookbus.hosts.bridge import output_text
 
     output, notes = host.answer(host_event, event, envelope, decision)
+    refusal = host.refusal(event, decision)
     if output is not None and not _print(output_text(output)):
         return 0
+    if refusal is not None:
+        _warn(refusal)  # first on stderr: the reason Codex CLI shows, with exit 2
     for note in notes:
         _warn(f"hookbus {host.verb}: {note}")
-    return 0
+    return 0 if refusal is None else 2
 
 
 def _decide(
