@@ -40,7 +40,7 @@ def bridge_words(home: Path, verb: str = "claude-code-hook") -> list[str]:
 
 
 def gate_words(home: Path, verb: str = "claude-code-hook") -> list[str]:
-    host = {"claude-code-hook": "claude-code", "gemini-cli-hook": "gemini-cli"}[verb]
+    host = {"claude-code-hook": "claude-code", "gemini-cli-hook": "gemini-cli", "codex-hook": "codex"}[verb]
     return ["bash", str(gate_script()), host, str(home), "--", *bridge_words(home, verb)]
 
 
@@ -510,6 +510,32 @@ def test_the_gemini_gate_prints_and_exits_as_its_bridge_does(home: Path, write_h
         gated = run(gate_words(home, "gemini-cli-hook"), data, on_socket=True)
         assert (gated.code, gated.stdout) == (bridged.code, bridged.stdout), (name, gated, bridged)
         assert gated.said == bridged.said, (name, gated, bridged)
+
+
+# -- Codex CLI -----------------------------------------------------------------------------
+
+CODEX_CASES = {
+    "deny": envelope(hook_event_name="PreToolUse", turn_id="t", model="m", tool_input={"command": "rm -rf build"}),
+    "rewrite": envelope(hook_event_name="PreToolUse", turn_id="t", model="m", tool_input={"command": "sudo ls"}),
+    "allow": envelope(hook_event_name="PreToolUse", turn_id="t", model="m", tool_input={"command": "ls"}),
+    "context": json.dumps({"session_id": "c", "hook_event_name": "UserPromptSubmit", "prompt": "héllo", "turn_id": "t"}).encode(),
+    "apply-patch": json.dumps({"session_id": "c", "hook_event_name": "PreToolUse", "tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch"}}).encode(),
+    "no-counterpart": json.dumps({"session_id": "c", "hook_event_name": "PreModelRequest", "turn_id": "t"}).encode(),
+    "not-json": b"nope",
+    "nested": deep(10_000),
+}
+
+
+def test_the_codex_gate_prints_and_exits_as_its_bridge_does(home: Path, write_hook: HookWriter, serve: Callable[..., Served]) -> None:
+    hooks(write_hook)
+    serve()
+    for name, data in CODEX_CASES.items():
+        bridged = run(bridge_words(home, "codex-hook"), data, on_socket=True)
+        gated = run(gate_words(home, "codex-hook"), data, on_socket=True)
+        assert (gated.code, gated.stdout) == (bridged.code, bridged.stdout), (name, gated, bridged)
+        assert gated.said == bridged.said, (name, gated, bridged)
+        if name in ("deny", "nested"):
+            assert gated.code == 2 and gated.stderr.strip(), (name, gated)
 
 
 def test_post_gemini_cli_answers_what_its_bridge_prints(home: Path, write_hook: HookWriter, serve: Callable[..., Served]) -> None:
