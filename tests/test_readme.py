@@ -221,14 +221,13 @@ def test_the_readme_is_about_300_lines_in_the_issues_order() -> None:
     assert len(text.splitlines()) <= 330
     headings = re.findall(r"^## (.+)$", text, re.M)
     order = ["Install", "Quick start", "The hook file", "Events", "The command contract", "Embedding",
-             "The command line", "Claude Code and Gemini CLI", "Serving", "Plugins", "Security", "Performance"]
+             "The command line", "Claude Code, Gemini CLI and Codex CLI", "Serving", "Plugins", "Security", "Performance"]
     assert [heading for heading in headings if heading in order] == order
 
 
 @pytest.mark.parametrize(
     ("heading", "page"),
     [
-        ("Claude Code and Gemini CLI", "docs/claude-code.md"),
         ("Serving", "docs/serving.md"),
         ("Plugins", "docs/plugins.md"),
         ("Security", "docs/security.md"),
@@ -239,6 +238,16 @@ def test_each_topic_left_out_is_one_paragraph_and_a_link(heading: str, page: str
     text = section(README, heading).strip()
     assert "\n\n" not in text, f"{heading}: one paragraph"
     assert f"]({page})" in text
+
+
+def test_the_hosts_are_a_paragraph_a_table_with_a_row_each_and_a_link() -> None:
+    text = section(README, "Claude Code, Gemini CLI and Codex CLI").strip()
+    blocks = text.split("\n\n")
+    tables = [block for block in blocks if block.startswith("|")]
+    assert len(blocks) == 3 and len(tables) == 1, "a line, the host table, a paragraph"
+    hosts = [row[0] for row in table_rows(tables[0])]
+    assert hosts == ["Claude Code", "Gemini CLI", "Codex CLI"]
+    assert "](docs/claude-code.md)" in blocks[-1]
 
 
 def test_the_install_section_says_how_the_cli_gets_on_path() -> None:
