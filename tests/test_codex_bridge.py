@@ -22,7 +22,7 @@ from conftest import read_log, turn_off_home_guard
 from hookbus.dialects.claude_names import envelope_to_vix
 from hookbus.dialects.codex_names import ALL_EVENTS, CODEX_EVENT, CODEX_TOOLS, VIX_EVENT
 from hookbus.hosts.bridge import CODEX_CLI, HOSTS
-from hookbus.hosts.codexoutput import ASK_DENIED, NO_REASON, REWRITE_DENIED, codex_output, refusal
+from hookbus.hosts.codexoutput import ASK_DENIED, NO_REASON, PROMPT_REWRITE_DENIED, REWRITE_DENIED, codex_output, refusal
 from servekit import Served, environment
 
 pytestmark = pytest.mark.timeout(90)
@@ -159,6 +159,11 @@ def test_apply_patch_and_other_tools_keep_their_names() -> None:
         ),
         ("PermissionRequest", {"behavior": "allow", "permission": "ask"}, {}, None),
         ("UserPromptSubmit", {"behavior": "deny", "reason": "no secrets"}, {"decision": "block", "reason": "no secrets"}, "no secrets"),
+        ("UserPromptSubmit", {"behavior": "modify", "input": {"prompt": "[redacted]"}}, {"decision": "block", "reason": PROMPT_REWRITE_DENIED}, PROMPT_REWRITE_DENIED),
+        (
+            "PreToolUse", {"behavior": "deny", "reason": " \n "},
+            {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": NO_REASON}}, NO_REASON,
+        ),
         ("UserPromptSubmit", {"behavior": "context", "context": "c"}, {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "c"}}, None),
         ("UserPromptSubmit", {"behavior": "allow", "halt": "bye"}, {"continue": False, "stopReason": "bye"}, None),
         ("PostToolUse", {"behavior": "context", "context": "c"}, {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "c"}}, None),

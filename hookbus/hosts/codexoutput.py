@@ -10,8 +10,8 @@ forms, where it would become an allow no one sees:
 - a deny always carries a reason: in the JSON, and again as exit 2 with the reason on
   stderr (``refusal``), either of which Codex takes as a block;
 - ``ask`` on PreToolUse becomes a deny that says the user's approval was needed (a hook
-  cannot make Codex ask), and a rewrite on PermissionRequest, which Codex cannot take
-  there, a deny that says so (``as_codex``);
+  cannot make Codex ask), and a rewrite Codex cannot take (on PermissionRequest, of a
+  prompt) a deny that says so (``as_codex``);
 - ``approve``, and an allow, print nothing;
 - a rewrite is ``permissionDecision: allow`` with the whole ``updatedInput``;
 - context is ``additionalContext`` where Codex passes it on, and ``continue: false`` is
@@ -37,22 +37,31 @@ REWRITE_DENIED = (
     "a hook rewrote this call's input on PermissionRequest, where Codex CLI cannot take a rewrite: denied "
     "rather than run as it was"
 )
+#: The reason of a prompt rewrite, which Codex cannot take.
+PROMPT_REWRITE_DENIED = (
+    "a hook rewrote this prompt, which Codex CLI cannot take from a hook: blocked rather than sent as it was"
+)
 #: A deny that came with no words (Codex fails a deny without a reason open).
 NO_REASON = "denied by a hook"
 
 
 def as_codex(event: str, decision: dict[str, Any]) -> dict[str, Any]:
-    """``decision`` as Codex can take it: an ``ask`` on PreToolUse, and a rewrite on
-    PermissionRequest, become denies that say why; every deny has a reason."""
+    """``decision`` as Codex can take it: an ``ask`` on PreToolUse, a rewrite on
+    PermissionRequest and a rewritten prompt become denies that say why (a rewrite that
+    cannot be made must not let the original through unseen: it may have taken a secret
+    out); every deny has a reason that is more than blanks."""
     behavior = decision.get("behavior")
     if behavior != "deny":
         if event == "PreToolUse" and decision.get("permission") == "ask":
             reason = decision.get("reason")
-            return {**decision, "behavior": "deny", "reason": f"{ASK_DENIED} ({reason})" if reason else ASK_DENIED, "permission": None}
-        if event == "PermissionRequest" and behavior == "modify":
-            return {**decision, "behavior": "deny", "reason": REWRITE_DENIED, "input": None}
+            said = f"{ASK_DENIED} ({reason})" if isinstance(reason, str) and reason.strip() else ASK_DENIED
+            return {**decision, "behavior": "deny", "reason": said, "permission": None}
+        if behavior == "modify" and event in ("PermissionRequest", "UserPromptSubmit"):
+            reason = REWRITE_DENIED if event == "PermissionRequest" else PROMPT_REWRITE_DENIED
+            return {**decision, "behavior": "deny", "reason": reason, "input": None}
         return decision
-    if not decision.get("reason"):
+    reason = decision.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
         return {**decision, "reason": NO_REASON}
     return decision
 
