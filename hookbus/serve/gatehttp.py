@@ -270,9 +270,9 @@ class BridgeEndpoint:
             return self._outcome(Outcome(1, "", [said]))
         if host_event is not None and event is not None:
             try:
-                deny = {"behavior": "deny", "reason": reason}
-                output, _ = self.host.answer(host_event, event, {}, deny)
-                refusal = self.host.refusal(event, deny)
+                denial = {"behavior": "deny", "reason": reason}
+                output, _ = self.host.answer(host_event, event, {}, denial)
+                refusal = self.host.refusal(event, denial)
                 if output is not None and refusal is not None:
                     return self._outcome(Outcome(2, output_text(output) + "\n", [_printable(refusal), said]))
                 if output is not None:
