@@ -15,19 +15,11 @@ Built-in modules only: the bridge uses it on its way to a server.
 
 from __future__ import annotations
 
+from hookbus.dialects.claude_names import VIX_EVENT as CLAUDE_VIX_EVENT
 from hookbus.dialects.claude_names import ToolName, ToolNames
 
-#: Codex CLI's event → vixd's, for every Codex event vixd has.
-VIX_EVENT = {
-    "SessionStart": "ThreadStart",
-    **{
-        name: name
-        for name in (
-            "PreToolUse", "PostToolUse", "UserPromptSubmit", "PermissionRequest", "Stop",
-            "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
-        )
-    },
-}
+#: Codex CLI's event → vixd's, for every Codex event vixd has: Claude Code's names, all ten.
+VIX_EVENT = dict(CLAUDE_VIX_EVENT)
 #: vixd's event → Codex CLI's.
 CODEX_EVENT = {vix: codex for codex, vix in VIX_EVENT.items()}
 #: Every event Codex CLI runs hooks on (the bridge is installed on each): vixd's ten, and
