@@ -226,6 +226,20 @@ def test_a_deny_is_json_and_exit_2_with_the_reason_on_stderr(write_hook: Writer,
     assert record["status"] == "deny"
 
 
+@pytest.mark.parametrize("through_server", [False, True])
+def test_a_reason_of_several_lines_reaches_codex_with_its_lines(write_hook: Writer, home: Path, through_server: bool) -> None:
+    """Codex shows the model stderr whole: its newlines stay newlines, other controls are
+    shown as escapes."""
+    write_hook("guard", matcher="bash", mode="sync", blocking=True, command="""cat > /dev/null; printf 'first line\\nsecond\\x1b[31m line\\n' >&2; exit 2""")
+    if through_server:
+        with Served(home):
+            result = codex(home, OBSERVED["PreToolUse"])
+    else:
+        result = codex(home, OBSERVED["PreToolUse"], "--no-server")
+    assert result.returncode == 2
+    assert result.stderr == "hook 'guard' denied: first line\nsecond\\x1b[31m line\n", result.stderr
+
+
 def test_an_allow_prints_nothing_and_exits_0(write_hook: Writer, home: Path) -> None:
     write_hook("ok", matcher="bash", mode="sync", blocking=True, command="cat > /dev/null")
     result = codex(home, OBSERVED["PreToolUse"], "--no-server")

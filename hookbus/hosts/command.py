@@ -116,7 +116,7 @@ def _print_answer(host: Host, host_event: str, event: str, envelope: dict[str, A
         sys.stdout.write(output_text(output) + "\n")
         sys.stdout.flush()
     if refusal is not None:
-        print(printable(refusal), file=sys.stderr, flush=True)
+        print(printable(refusal, keep="\n\t"), file=sys.stderr, flush=True)  # the host reads it whole
     for note in notes:
         warn(f"hookbus {host.verb}: {note}")
     return refusal is not None

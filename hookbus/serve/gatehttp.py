@@ -77,6 +77,14 @@ def _printable(text: str) -> str:
     return printable(text)
 
 
+def _reason(text: str) -> str:
+    """A refusal's reason as the bridges write it on stderr: its lines kept, for the host
+    reads it whole (``hookbus.hosts.command``), other controls shown as escapes."""
+    from hookbus.terminal import printable
+
+    return printable(text, keep="\n\t")
+
+
 def host_environ(fields: Mapping[bytes, bytes], host: Host) -> dict[str, str]:
     """The host's variables the gate forwarded (those the bridge reads from its own
     environment), as ``os.environ`` would hold them."""
@@ -256,7 +264,7 @@ class BridgeEndpoint:
             return self._last_resort(host_event, event, f"{reading.unreadable}; then {type(exc).__name__}: {exc}")
         stdout = "" if output is None else output_text(output) + "\n"
         if refusal is not None:
-            return self._outcome(Outcome(2, stdout, [_printable(refusal), *notes]))
+            return self._outcome(Outcome(2, stdout, [_reason(refusal), *notes]))
         return self._outcome(Outcome(0, stdout, notes))
 
     def _last_resort(self, host_event: str | None, event: str | None, why: str) -> Reply:
@@ -274,7 +282,7 @@ class BridgeEndpoint:
                 output, _ = self.host.answer(host_event, event, {}, denial)
                 refusal = self.host.refusal(event, denial)
                 if output is not None and refusal is not None:
-                    return self._outcome(Outcome(2, output_text(output) + "\n", [_printable(refusal), said]))
+                    return self._outcome(Outcome(2, output_text(output) + "\n", [_reason(refusal), said]))
                 if output is not None:
                     return self._outcome(Outcome(0, output_text(output) + "\n", [said]))
             except Exception:  # noqa: BLE001 - the exit code below still denies
@@ -308,12 +316,13 @@ class BridgeEndpoint:
             output, notes = self.host.answer(host_event, event, envelope, answer)
             refusal = self.host.refusal(event, answer)
             stdout = "" if output is None else output_text(output) + "\n"
+            lines = [_printable(line) for line in lines]
             if refusal is not None:
-                lines.append(refusal)  # the reason Codex CLI shows, with exit 2: as quickpath says it
-            lines += [f"{self.verb}: {note}" for note in notes]
+                lines.append(_reason(refusal))  # the reason Codex CLI shows, with exit 2: as quickpath says it
+            lines += [_printable(f"{self.verb}: {note}") for note in notes]
         except Exception as exc:
             return self._undecided(f"the server's decision could not be written: {type(exc).__name__}: {exc}")
-        return self._outcome(Outcome(0 if refusal is None else 2, stdout, [_printable(line) for line in lines]))
+        return self._outcome(Outcome(0 if refusal is None else 2, stdout, lines))
 
     # -- answers --------------------------------------------------------------------------
 

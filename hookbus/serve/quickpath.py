@@ -215,8 +215,10 @@ def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, An
     refusal = host.refusal(event, decision)
     if output is not None and not _print(output_text(output)):
         return 0
-    if refusal is not None:
-        _warn(refusal)  # first on stderr: the reason Codex CLI shows, with exit 2
+    if refusal is not None:  # the reason Codex CLI shows, with exit 2: its lines kept
+        from hookbus.terminal import printable
+
+        print(printable(refusal, keep="\n\t"), file=sys.stderr)
     for note in notes:
         _warn(f"hookbus {host.verb}: {note}")
     return 0 if refusal is None else 2
