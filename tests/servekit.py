@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from hookbus.serve.rendezvous import reachable
+
 READY = "hookbus serve: listening on "
 
 
@@ -132,7 +134,9 @@ class Raw:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             # Blocking, as a plain client's is: it waits while the server's accept queue is full.
-            self.sock.connect(path)
+            # Through reachable(): a home under a deep TMPDIR makes a path past sun_path.
+            with reachable(path) as address:
+                self.sock.connect(address)
             self.sock.settimeout(timeout)
         except BaseException:
             self.sock.close()
@@ -202,7 +206,8 @@ def full_accept_queue(served: Served, resume_after: float | None = None) -> Iter
             queued.append(sock)
             sock.setblocking(False)
             try:
-                sock.connect(path)
+                with reachable(path) as address:
+                    sock.connect(address)
             except BlockingIOError:
                 break
         assert len(queued) > 128, "the queue did not fill: is the server stopped?"

@@ -517,7 +517,6 @@ def test_a_client_the_server_refuses_runs_in_process(tmp_path: Path) -> None:
     refused by peer credentials, and runs its hooks itself (nothing ran in the server)."""
     with attack(EDGES, "a client refused by the server's peer-credential check"):
         import shutil
-        import sysconfig
         import tempfile
 
         shared = Path(tempfile.mkdtemp(prefix="hookbus-refused-", dir="/tmp"))
@@ -534,8 +533,9 @@ def test_a_client_the_server_refuses_runs_in_process(tmp_path: Path) -> None:
             with Served(home, "--socket", str(socket_path)) as served:
                 served.wait_ready()
                 socket_path.chmod(0o666)
-                repo = Path(__file__).resolve().parents[2]
-                paths = [str(repo), str(repo / "plugins"), sysconfig.get_paths()["purelib"]]
+                from otheruser import python_path
+
+                paths = python_path(65534)  # this checkout, or a copy uid 65534 can reach
                 result = subprocess.run(
                     ["/usr/bin/python3", "-m", "hookbus", "emit", "PreToolUse", "--home", str(home), "--socket", str(socket_path)],
                     input='{"tool_name":"bash"}', capture_output=True, text=True, timeout=60, user=65534, group=65534,

@@ -14,7 +14,9 @@ so. Never an exception out of emit, never an allow for a fail-closed hook.
 
 Root enters any directory and ignores RLIMIT_NPROC, and the tests run as root: those
 attacks run a bus as ``nobody`` (uid 65534) in a child of the system's Python, which is the
-venv's minor version (the venv's own interpreter lives under /root, mode 0700).
+venv's minor version (the venv's own interpreter lives under /root, mode 0700), on this
+checkout, or on a copy nobody can reach when the checkout is under a directory nobody may
+not enter (``otheruser``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pytest
 
 from attackkit import attack
 from conftest import HookWriter, read_log
+from otheruser import python_path
 from hookbus import HookBus
 
 Maker = Callable[..., HookBus]
@@ -112,17 +115,21 @@ print(json.dumps(said))
 """
 
 
+def _own_paths() -> list[str]:
+    return [str(REPOSITORY), str(REPOSITORY / "plugins"), sysconfig.get_paths()["purelib"]]
+
+
 def run_child(plan: dict[str, Any], *, as_nobody: bool, system_python: bool | None = None) -> dict[str, Any]:
     """``RUN_BUS`` with ``plan``: under the system's Python (with this checkout and the
     venv's packages on its path), as nobody or as us; or as us under the venv's."""
     if system_python is None:
         system_python = as_nobody
     if system_python:
-        site_packages = sysconfig.get_paths()["purelib"]  # the venv's: this runs under it
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": plan["scratch"],
-            "PYTHONPATH": os.pathsep.join([str(REPOSITORY), str(REPOSITORY / "plugins"), site_packages]),
+            # This checkout and the venv's packages, or a copy nobody can reach (otheruser).
+            "PYTHONPATH": os.pathsep.join(python_path(NOBODY) if as_nobody else _own_paths()),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         who: dict[str, Any] = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if as_nobody else {}

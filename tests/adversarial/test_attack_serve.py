@@ -31,6 +31,7 @@ from attackkit import FIGURES, FOREIGN_UID, attack, needs_root, scale
 from conftest import hook_processes, read_log
 from hookbus.serve.client import Client, RemoteError, UntrustedPeer
 from hookbus.serve.protocol import MAX_LINE_BYTES, PERMISSION_DENIED, REQUEST_TOO_LARGE, SERVER_BUSY
+from hookbus.serve.rendezvous import reachable
 from servekit import Raw, Served, full_accept_queue, hookbus, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -164,7 +165,8 @@ def test_a_client_that_never_reads_cannot_block_the_others(home: Path, write_hoo
             pid = served.process.pid
             before = rss_kib(pid)
             flooder = socket.socket(socket.AF_UNIX)
-            flooder.connect(served.wait_ready())
+            with reachable(served.wait_ready()) as address:
+                flooder.connect(address)
             flooder.setblocking(False)
             ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n' * 1000
             sent = 0
@@ -319,7 +321,8 @@ def test_more_clients_than_the_server_has_descriptors_are_shed_and_it_recovers(h
             try:
                 for _ in range(200):
                     sock = socket.socket(socket.AF_UNIX)
-                    sock.connect(path)  # queued by the kernel even when not accepted
+                    with reachable(path) as address:
+                        sock.connect(address)  # queued by the kernel even when not accepted
                     hogs.append(sock)
                 # Past its connection limit (half its descriptors, a reserve aside, so that
                 # hooks can still start), each new one is told so and closed, never left
