@@ -12,7 +12,13 @@ import re
 import signal
 from typing import Any
 
-from hookbus.dialects.claude_output import UNDERSTOOD, ForeignDecisionError, is_foreign, outcome_from_foreign
+from hookbus.dialects.claude_output import (
+    UNDERSTOOD,
+    ForeignDecisionError,
+    is_foreign,
+    outcome_from_codex,
+    outcome_from_foreign,
+)
 from hookbus.decision import BEHAVIORS, Outcome, cap_text
 from hookbus.errors import json_limit_message
 from hookbus.jsontext import LONE_SURROGATE, DuplicateKeyError, unique_keys
@@ -237,12 +243,25 @@ def outcome_from_text(text: str, event: str | None = None, dialect: str | None =
     try:
         decision = _parse_object(text)
         if decision is None:
-            if dialect == "claude-code" and event not in _CLAUDE_PLAIN_TEXT_EVENTS:
+            if dialect == "codex" and text.startswith("{"):
+                # Codex reads what opens with a brace as JSON: not JSON, it reports "Failed".
+                return Outcome.fail_open("invalid JSON output (Codex CLI reports the hook Failed)", failure="unparseable")
+            if dialect in ("claude-code", "codex") and event not in _CLAUDE_PLAIN_TEXT_EVENTS:
                 return Outcome("allow")
             return Outcome("context", context=cap_text(text))
+        if dialect == "codex":
+            return _codex_object(decision, event)
         return outcome_from_object(decision, event)
     except DecisionError as exc:
         return Outcome.fail_open(str(exc), failure="unparseable")
+
+
+def _codex_object(decision: dict[str, Any], event: str | None) -> Outcome:
+    """A ``codex`` dialect hook's JSON output, read as Codex CLI reads it."""
+    try:
+        return outcome_from_codex(decision, event)
+    except ForeignDecisionError as exc:
+        raise DecisionError(f"JSON output (Codex CLI's shape): {exc}") from None
 
 
 def describe_exit(returncode: int, stderr: bytes) -> str:
@@ -277,11 +296,16 @@ def outcome_from_command(
 
     A ``claude-code`` dialect hook follows Claude Code's channels instead: plain stdout is
     context only on UserPromptSubmit and ThreadStart, and exit 2's reason is stderr alone,
-    fed to the model on PostToolUse (context) and Stop/SubagentStop (continue_with).
+    fed to the model on PostToolUse (context) and Stop/SubagentStop (continue_with). A
+    ``codex`` one follows Codex CLI's, which are the same but stricter: exit 2 without
+    stderr, or on an event where it means nothing, is the hook's failure, as is a JSON
+    answer Codex refuses (``claude_output.outcome_from_codex``).
     """
     if returncode == 0:
         return outcome_from_text(_decode(stdout), event, dialect)
     if returncode == 2:
+        if dialect == "codex":
+            return _codex_exit_2(_decode(stderr), event)
         if dialect == "claude-code":
             return _claude_exit_2(_decode(stderr), event)
         return _deny(_decode(stderr) or _decode(stdout))
@@ -296,6 +320,23 @@ def _claude_exit_2(stderr: str, event: str | None) -> Outcome:
     if event is None or event in ("PreToolUse", "UserPromptSubmit", "PermissionRequest"):
         return _deny(stderr)
     return Outcome()  # Claude Code only shows it to the user
+
+
+#: Where Codex CLI acts on exit 2 with a reason on stderr.
+_CODEX_EXIT_2_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit", "PostToolUse", "Stop", "SubagentStop"})
+
+
+def _codex_exit_2(stderr: str, event: str | None) -> Outcome:
+    if not stderr:
+        return Outcome.fail_open(
+            "exited with status 2 but wrote no reason on stderr (Codex CLI reports the hook Failed)", failure="crash"
+        )
+    if event is not None and event not in _CODEX_EXIT_2_EVENTS:
+        return Outcome.fail_open(
+            f"exited with status 2, which Codex CLI does not act on for {event} (it reports the hook Failed): {stderr[-ERROR_TAIL_CHARS:]}",
+            failure="crash",
+        )
+    return _claude_exit_2(stderr, event)
 
 
 # A whole reply that is one fenced block: ```json\n{...}\n``` (the language tag optional).

@@ -342,7 +342,7 @@ class Dispatcher:
             if spec.dialect is not None and outcome.input is not None and "tool_name" in envelope:
                 from hookbus.dialects.claude_hooks import input_from_dialect
 
-                outcome = input_from_dialect(envelope, outcome, settings)
+                outcome = input_from_dialect(envelope, outcome, settings, spec.dialect)
         except (Exception, SystemExit) as exc:  # a plugin's bug never reaches the embedder
             logger.error("runner of plugin %r failed on hook %r", hook.runner_plugin, hook.id, exc_info=exc)
             outcome = Outcome.fail_open(f"runner {hook.runner_plugin!r} raised {type(exc).__name__}: {exc}", failure="crash")

@@ -116,11 +116,13 @@ def hook_schema(runners: RunnerTable) -> dict[str, Any]:
                 '"deny" (fail closed). "deny" needs "blocking": true.',
             },
             "dialect": {
-                "enum": ["claude-code"],
+                "enum": ["claude-code", "codex"],
                 "description": "Whose conventions the hook follows. \"claude-code\": it gets Claude "
                 "Code's envelope (tool names such as Bash and Write, file_path, session_id), "
                 "CLAUDE_PROJECT_DIR and friends, its matcher is tried against Claude's tool names, "
-                "and its output is read as Claude Code reads it. Leave it out for hookbus's own.",
+                "and its output is read as Claude Code reads it. \"codex\": the same with Codex "
+                "CLI's names (Bash for bash) and its stricter reading of output. Leave it out for "
+                "hookbus's own.",
             },
             "env": {
                 "type": "object",

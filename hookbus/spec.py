@@ -22,7 +22,7 @@ OnError = Literal["allow", "deny"]
 ON_ERROR: tuple[str, ...] = ("allow", "deny")
 #: What a hook's ``dialect`` may be: whose conventions its envelope, environment and
 #: output follow (absent: hookbus's own).
-DIALECTS: tuple[str, ...] = ("claude-code",)
+DIALECTS: tuple[str, ...] = ("claude-code", "codex")
 DEFAULT_SYNC_TIMEOUT = "5s"
 DEFAULT_ASYNC_TIMEOUT = "10m"
 
@@ -154,9 +154,14 @@ def _check_semantics(
     else:
         try:
             matcher = compile_matcher(source)
-            if fields.dialect == "claude-code":
-                # Written against Claude's tool names: tried against vixd's equivalents too.
-                translated = claude_matcher(source, tool_names(settings_document), _regex_matches)
+            if fields.dialect in DIALECTS:
+                # Written against the host's tool names: tried against vixd's equivalents too.
+                names = tool_names(settings_document)
+                if fields.dialect == "codex":
+                    from hookbus.dialects.codex_names import CODEX_TOOLS
+
+                    names = CODEX_TOOLS
+                translated = claude_matcher(source, names, _regex_matches)
                 if translated != source:
                     matcher = compile_matcher(translated)
         except SpecError as exc:

@@ -502,7 +502,7 @@ def test_an_unreadable_or_invalid_file_is_reported(tmp_path: Path, target: Path)
     assert directory.returncode == 1 and "cannot read it: Is a directory" in directory.stderr
     assert not target.exists()
     usage = run("import", "cursor", str(broken))
-    assert usage.returncode == 1 and "invalid choice: 'cursor' (choose from 'claude-code', 'gemini-cli')" in usage.stderr
+    assert usage.returncode == 1 and "invalid choice: 'cursor' (choose from 'claude-code', 'codex', 'gemini-cli')" in usage.stderr
 
 
 def test_it_is_all_or_nothing(tmp_path: Path, target: Path) -> None:

@@ -112,7 +112,7 @@ def test_a_claude_code_fixture_is_translated_as_the_bridge_translates(write_hook
         ('{"event": "PreToolUse", "expect": {"behavior": "block"}}', "behavior must be one of allow, deny, modify, context, got 'block' @ $.expect.behavior"),
         ('{"event": "PreToolUse", "expect": {"reason": 7}}', "reason must be a string (matched as a substring) @ $.expect.reason"),
         ('{"event": "Write", "dialect": "claude-code", "expect": {"behavior": "deny"}}', "'Write' is not a Claude Code event hookbus takes"),
-        ('{"event": "PreToolUse", "dialect": "gemini", "expect": {"behavior": "deny"}}', "unknown dialect 'gemini'; the one there is: claude-code @ $.dialect"),
+        ('{"event": "PreToolUse", "dialect": "gemini", "expect": {"behavior": "deny"}}', "unknown dialect 'gemini'; those there are: claude-code, codex @ $.dialect"),
         ('{"event": "PreToolUse", ', "invalid JSON"),
         ("[1]", "expected an object, got list @ $"),
     ],

@@ -850,15 +850,18 @@ VERBS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None
         _add_host_hook,
     ),
     "import": (
-        "turn Claude Code's hooks (settings.json, a plugin's hooks.json) into hooks of this home",
+        "turn Claude Code's or Codex CLI's hooks into hooks of this home",
         "Turn each command or prompt hook of FILE's \"hooks\" block (a Claude Code settings.json, "
         "or a plugin's hooks/hooks.json) into HOME/hooks/<id>/hook.json with \"dialect\": "
-        "\"claude-code\", so it runs unchanged. Events hookbus has no counterpart for are listed "
+        "\"claude-code\", so it runs unchanged; `hookbus import codex FILE` does the same for "
+        "the command hooks of a Codex CLI hooks.json or config.toml, with \"dialect\": \"codex\". "
+        "Events hookbus has no counterpart for are listed "
         "and skipped. All or nothing: a malformed entry writes nothing (exit 1). Existing hook "
         "directories are refused unless --force. --install-bridge instead makes FILE (a Claude "
         "settings.json) send every event to `hookbus claude-code-hook`; `hookbus import "
         "gemini-cli FILE --install-bridge` makes a Gemini CLI settings.json send its events to "
-        "`hookbus gemini-cli-hook`.",
+        "`hookbus gemini-cli-hook`, and `hookbus import codex FILE --install-bridge` a Codex CLI "
+        "hooks.json to `hookbus codex-hook`, trusted in Codex's config.toml.",
         _add_import,
     ),
     "demo": ("play an agent loop against example hooks in a throwaway home", None, _add_demo),

@@ -195,3 +195,97 @@ def _read_legacy(decision: dict[str, Any], event: str | None, reading: _Reading)
         raise ForeignDecisionError(
             f'"decision" must be "block" or "approve" (Gemini CLI: "deny" or "allow"), got {verdict!r:.40}'
         )
+
+
+# -- Codex CLI ---------------------------------------------------------------------------
+
+#: The top-level keys of Codex CLI's hook output (its schemas allow no others).
+CODEX_KEYS = frozenset({"continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason", "hookSpecificOutput"})
+#: The ``hookSpecificOutput`` keys Codex CLI reads, by vixd's event (``hookEventName`` aside).
+_CODEX_SPECIFIC = {
+    "PreToolUse": frozenset({"permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}),
+    "PermissionRequest": frozenset({"decision"}),
+    "PostToolUse": frozenset({"additionalContext", "updatedMCPToolOutput"}),
+    "UserPromptSubmit": frozenset({"additionalContext"}),
+    "ThreadStart": frozenset({"additionalContext"}),
+    "SubagentStart": frozenset({"additionalContext"}),
+}
+
+
+class CodexRefusal(ForeignDecisionError):
+    """An answer Codex CLI reports as "Failed" and does nothing with: the hook's failure."""
+
+
+def outcome_from_codex(decision: dict[str, Any], event: str | None) -> Outcome:
+    """The Outcome Codex CLI (0.169) takes from ``decision`` on vixd's ``event``.
+
+    Codex is stricter than Claude Code: what it reports as "Failed" (and then goes on as if
+    the hook had said nothing: it runs the tool) raises CodexRefusal, so that it is the
+    hook's failure and its ``on_error`` decides. Those are: a key Codex does not know; on
+    PreToolUse, ``permissionDecision`` "deny" without a reason, "allow" without
+    ``updatedInput``, "ask", ``updatedInput`` without "allow", ``decision: "approve"`` or a
+    block without a reason, ``continue: false``, ``stopReason`` and ``suppressOutput``; on
+    PermissionRequest, PreToolUse's fields, and ``updatedInput``, ``updatedPermissions`` or
+    ``interrupt`` in the answer; on PostToolUse, ``updatedToolOutput``.
+
+    What it honours reads as Claude Code's: a deny (``permissionDecision``, ``decision:
+    "block"`` with a reason), ``allow`` with ``updatedInput`` (a modify), context, the
+    PermissionRequest answer, Stop's and SubagentStop's block (go on), and ``continue:
+    false`` where Codex stops (ThreadStart, UserPromptSubmit, Stop). On PostToolUse, whose
+    output Codex replaces with a block's reason or a ``stopReason``, that text is context."""
+    unknown = [key for key in decision if key not in CODEX_KEYS]
+    if unknown:
+        raise CodexRefusal(f"Codex CLI takes no key {unknown[0]!r:.40} in a hook's output")
+    specific = _object(decision.get("hookSpecificOutput"), "hookSpecificOutput") or {}
+    allowed = _CODEX_SPECIFIC.get(event or "", frozenset())
+    for key in specific:
+        if key != "hookEventName" and key not in allowed:
+            raise CodexRefusal(f'Codex CLI reads no "hookSpecificOutput.{key:.40}" on {event}')
+    halt = decision.get("continue") is False
+    if event == "PreToolUse":
+        for key in ("stopReason", "suppressOutput"):
+            if key in decision:
+                raise CodexRefusal(f'Codex CLI refuses "{key}" on PreToolUse')
+        if halt:
+            raise CodexRefusal('Codex CLI refuses "continue": false on PreToolUse')
+        verdict = specific.get("permissionDecision")
+        if verdict == "deny" and not _text(specific.get("permissionDecisionReason"), "hookSpecificOutput.permissionDecisionReason"):
+            raise CodexRefusal('"permissionDecision": "deny" without a "permissionDecisionReason": Codex CLI refuses it')
+        if verdict == "ask":
+            raise CodexRefusal('"permissionDecision": "ask": Codex CLI does not support it')
+        if verdict == "allow" and specific.get("updatedInput") is None:
+            raise CodexRefusal('"permissionDecision": "allow" without "updatedInput": Codex CLI refuses it')
+        if specific.get("updatedInput") is not None and verdict != "allow":
+            raise CodexRefusal('"updatedInput" without "permissionDecision": "allow": Codex CLI refuses it')
+        if verdict is not None and verdict not in ("allow", "deny"):
+            raise CodexRefusal(f'"permissionDecision" must be "allow" or "deny" for Codex CLI (got {verdict!r:.40})')
+    if event == "PermissionRequest":
+        answer = _object(specific.get("decision"), "hookSpecificOutput.decision") or {}
+        for key in ("updatedInput", "updatedPermissions", "interrupt"):
+            if key in answer:
+                raise CodexRefusal(f'Codex CLI refuses "hookSpecificOutput.decision.{key}"')
+        if "decision" in decision:
+            raise CodexRefusal('Codex CLI reads PermissionRequest\'s answer from "hookSpecificOutput.decision" only')
+    verdict = decision.get("decision")
+    if verdict == "approve":
+        raise CodexRefusal('"decision": "approve": Codex CLI does not support it')
+    if verdict is not None and verdict != "block":
+        raise CodexRefusal(f'"decision" must be "block" for Codex CLI (got {verdict!r:.40})')
+    if verdict == "block" and event in ("PreToolUse", "UserPromptSubmit", "PostToolUse") and not _text(decision.get("reason"), "reason"):
+        raise CodexRefusal('"decision": "block" without a "reason": Codex CLI refuses it')
+    if halt and event not in ("ThreadStart", "UserPromptSubmit", "Stop", None):
+        # Codex does not stop the turn there: on PostToolUse the reason replaces the tool's
+        # output (context, for vixd); elsewhere it is said and nothing else.
+        stop = _text(decision.get("stopReason"), "stopReason")
+        decision = {key: value for key, value in decision.items() if key not in ("continue", "stopReason")}
+        outcome = outcome_from_foreign(decision, event) if is_foreign(decision) else Outcome("allow")
+        if stop and event == "PostToolUse":
+            contexts = [text for text in (outcome.context, stop) if text]
+            return Outcome("context", context=cap_text("\n\n".join(contexts)))
+        return outcome
+    outcome = outcome_from_foreign(decision, event)
+    context = _text(specific.get("additionalContext"), "hookSpecificOutput.additionalContext")
+    if event == "SubagentStart" and context and outcome.behavior == "allow":
+        # Codex hands it to the subagent; Claude Code's reading has no context there.
+        return Outcome("context", context=cap_text(context))
+    return outcome

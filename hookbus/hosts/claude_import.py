@@ -52,9 +52,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from hookbus.hosts.install import CLAUDE_CODE, GEMINI_CLI, install_bridge, is_bridge_command
+from hookbus.hosts.install import CLAUDE_CODE, CODEX, GEMINI_CLI, BridgedHost, install_bridge, is_bridge_command
 from hookbus.hosts.migrate import Migration, Move, build_migration
 from hookbus.hosts.uninstall import uninstall_bridge
+from hookbus.dialects import codex_names
 from hookbus.dialects.claude_names import VIX_EVENT
 from hookbus.errors import did_you_mean, shorten
 from hookbus.events import EVENTS
@@ -86,6 +87,54 @@ CLAUDE_ONLY_EVENTS: tuple[str, ...] = (
 )
 #: Entry keys Claude Code uses for display only: dropped without a word.
 _COSMETIC_KEYS = frozenset({"statusMessage"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """Whose hooks a file holds: what the import reads in it, and writes for it."""
+
+    #: ``hookbus import NAME``, and the hooks' dialect.
+    name: str
+    #: For people: "Claude Code", "Codex CLI"; and "Claude", "Codex" (``Claude's SessionStart``).
+    host: str
+    short: str
+    #: The host's event → vixd's.
+    events: dict[str, str]
+    #: The host's events hookbus has no counterpart for (skipped without a hint).
+    only_events: tuple[str, ...]
+    #: The hook types hookbus imports, with the host's default timeout (seconds) of each.
+    timeouts: dict[str, int]
+    #: The host's hook types skipped, each with why.
+    skipped_types: dict[str, str]
+    #: The bridge the host runs hookbus through (never imported: hookbus would call itself).
+    bridge: BridgedHost
+    #: Whether the file may be a plugin's, with CLAUDE_PLUGIN_ROOT and the project's dir.
+    claude: bool
+
+    @property
+    def created_by_prefix(self) -> str:
+        return f"import:{self.name}:"
+
+
+CLAUDE = Source(
+    DIALECT, "Claude Code", "Claude", VIX_EVENT, CLAUDE_ONLY_EVENTS, DEFAULT_TIMEOUTS,
+    {kind: f"hookbus has no runner for {kind!r} hooks" for kind in UNSUPPORTED_TYPES}, CLAUDE_CODE, True,
+)
+#: Codex CLI's hooks.json, or config.toml's [hooks] tables: Claude's shape, with Codex's
+#: events and defaults; only command hooks run in Codex (0.169), so only those come.
+CODEX_SOURCE = Source(
+    "codex", "Codex CLI", "Codex", codex_names.VIX_EVENT, ("PreModelRequest", "PostModelRequest", "Interrupt", "SessionEnd"),
+    {"command": 600},
+    {
+        "prompt": "Codex CLI does not run prompt hooks (it skips them), so neither does the import",
+        "agent": "Codex CLI does not run agent hooks (it skips them), so neither does the import",
+        "mcp_tool": "hookbus has no runner for Codex's 'mcp_tool' hooks",
+        "http": "Codex CLI has no http hooks (one makes it refuse the whole file)",
+    },
+    CODEX, False,
+)
+SOURCES = {source.name: source for source in (CLAUDE, CODEX_SOURCE)}
+
 #: A matcher Claude Code compares with tool names exactly, word by word.
 _WORD_LIST = re.compile(r"[A-Za-z0-9_|]+")
 #: ``$NAME`` and ``${NAME}``: left out of the words an id is made from.
@@ -138,6 +187,8 @@ class Plan:
     home: Path
     plugin_root: str | None
     hooks: list[PlannedHook] = field(default_factory=list)
+    #: Whose hooks FILE holds.
+    origin: Source = field(default_factory=lambda: CLAUDE)
     #: Events with no hookbus counterpart, each with how many hooks it holds (and a hint).
     skipped_events: list[tuple[str, int, str]] = field(default_factory=list)
     #: Entries left out, and why: ``(location, reason)`` (a type hookbus has no runner
@@ -335,12 +386,13 @@ class _Reader:
             if not isinstance(groups, list):
                 self.error(f"expected an array of matcher groups, got {json_type_name(groups)}", where)
                 continue
-            if claude_event not in VIX_EVENT:
+            origin = self.plan.origin
+            if claude_event not in origin.events:
                 count = sum(
                     len(group["hooks"]) for group in groups
                     if isinstance(group, dict) and isinstance(group.get("hooks"), list)
                 )
-                hint = "" if claude_event in CLAUDE_ONLY_EVENTS else did_you_mean(claude_event, VIX_EVENT)
+                hint = "" if claude_event in origin.only_events else did_you_mean(claude_event, origin.events)
                 self.plan.skipped_events.append((claude_event, count, hint))
                 continue
             for index, group in enumerate(groups):
@@ -380,17 +432,20 @@ class _Reader:
             self.error(f'expected a hook ({{"type": "command", "command": ...}}), got {json_type_name(entry)}', where)
             return False
         kind = entry.get("type")
+        origin = self.plan.origin
+        kinds = tuple(origin.timeouts)
+        expected = " or ".join(f'"{name}"' for name in kinds)
         if not isinstance(kind, str):
             shown = "nothing" if kind is None else json_type_name(kind)
-            self.error(f'expected "command" or "prompt", got {shown}', f"{where}.type")
+            self.error(f"expected {expected}, got {shown}", f"{where}.type")
             return False
-        if kind in UNSUPPORTED_TYPES:
-            self.plan.skipped_entries.append((where, f"hookbus has no runner for {kind!r} hooks"))
+        if kind in origin.skipped_types:
+            self.plan.skipped_entries.append((where, origin.skipped_types[kind]))
             return False
-        if kind not in ("command", "prompt"):
+        if kind not in kinds:
             self.error(
-                f'unknown hook type {shorten(kind)!r}{did_you_mean(kind, ("command", "prompt"))}: '
-                'expected "command" or "prompt"',
+                f"unknown hook type {shorten(kind)!r}{did_you_mean(kind, (*kinds, *origin.skipped_types))}: "
+                f"expected {expected}",
                 f"{where}.type",
             )
             return False
@@ -403,7 +458,7 @@ class _Reader:
         elif not text.strip():
             self.error(f"the {kind} is empty", f"{where}.{kind}")
             ok = False
-        elif kind == "command" and is_bridge_command(text):
+        elif kind == "command" and is_bridge_command(text, origin.bridge):
             self.plan.skipped_entries.append((where, "it is the bridge to hookbus itself (--install-bridge)"))
             return False
         timeout = entry.get("timeout")
@@ -445,7 +500,7 @@ def _hook_document(
     document: dict[str, Any] = {
         "id": hook_id,
         "name": f"{claude_event}{shown_matcher}: {_summary(text)}",
-        "created_by": CREATED_BY_PREFIX + plan.source,
+        "created_by": plan.origin.created_by_prefix + plan.source,
         "trigger": trigger,
         "mode": "async" if background else "sync",
     }
@@ -453,8 +508,8 @@ def _hook_document(
     if info.can_block and not background:
         document["blocking"] = True
     timeout = entry.get("timeout")
-    document["timeout"] = format_timeout(DEFAULT_TIMEOUTS[kind] if timeout is None else timeout)
-    document["dialect"] = DIALECT
+    document["timeout"] = format_timeout(plan.origin.timeouts[kind] if timeout is None else timeout)
+    document["dialect"] = plan.origin.name
     if plan.plugin_root is not None:
         document["env"] = {"CLAUDE_PLUGIN_ROOT": plan.plugin_root}
     document[kind] = text
@@ -528,6 +583,7 @@ def plan_import(
     force: bool = False,
     document: dict[str, Any] | None = None,
     lenient: bool = False,
+    origin: Source | None = None,
 ) -> Plan:
     """What importing ``file`` into ``home`` does; ImportFailed when it cannot (nothing
     may be written then), with every reason.
@@ -545,9 +601,10 @@ def plan_import(
         if not os.path.isdir(plugin_root):
             raise ImportFailed([f"--plugin-root {plugin_root}: not a directory"])
         plugin_root = os.path.abspath(plugin_root)
-    plan = Plan(shown=shown, source=source, home=root.root, plugin_root=plugin_root)
-    content: Any = read_json_file(source, shown) if document is None else document
-    if plan.plugin_root is None:
+    origin = origin or CLAUDE
+    plan = Plan(shown=shown, source=source, home=root.root, plugin_root=plugin_root, origin=origin)
+    content: Any = document if document is not None else read_hooks_file(source, shown, origin)
+    if plan.plugin_root is None and origin.claude:
         plan.plugin_root = find_plugin_root(source)
     reader = _Reader(plan)
     entries = reader.read(content)
@@ -560,7 +617,7 @@ def plan_import(
         claude_event, location, source_matcher, entry, group = (
             found.claude_event, found.location, found.matcher, found.entry, found.group_location
         )
-        event = VIX_EVENT[claude_event]
+        event = origin.events[claude_event]
         kind: str = entry["type"]
         matcher, note = translate_matcher(event, source_matcher)
         hook_id = unique_id(base_id(claude_event, source_matcher if matcher else None, kind, entry[kind]), taken)
@@ -576,12 +633,12 @@ def plan_import(
             hook.notes.append('"async": true: it runs in the background, and cannot decide')
         if kind == "prompt" and "$ARGUMENTS" in entry[kind]:
             hook.notes.append("$ARGUMENTS is not replaced: hookbus appends the envelope's JSON to the prompt")
-        if kind == "command" and "CLAUDE_PLUGIN_ROOT" in entry[kind] and plan.plugin_root is None:
+        if kind == "command" and "CLAUDE_PLUGIN_ROOT" in entry[kind] and plan.plugin_root is None and origin.claude:
             plan.warnings.append(
                 f"{shown}: the command uses CLAUDE_PLUGIN_ROOT, but no plugin root is known "
                 f"(pass --plugin-root DIR): it will be the hook's directory @ {location}.command"
             )
-        if kind == "command":
+        if kind == "command" and origin.claude:  # Codex runs a hook in the session's cwd, as hookbus does
             plan.warnings += [f"{shown}: {warning} @ {location}.command" for warning in cwd_warnings(entry[kind])]
         problems = check(hook_id, document)
         for problem in problems:
@@ -597,6 +654,21 @@ def plan_import(
     if errors and not lenient:
         raise ImportFailed(errors)
     return plan
+
+
+def read_hooks_file(source: str, shown: str, origin: Source) -> Any:
+    """FILE's document: JSON, or for Codex CLI a config.toml (by its name), whose
+    ``[hooks]`` tables hold its hooks beside their trust (``hooks.state``, left out)."""
+    if origin is CLAUDE or not shown.endswith(".toml"):
+        return read_json_file(source, shown)
+    from hookbus.hosts.settingsfile import load_toml, read_text_file
+
+    document = load_toml(read_text_file(source, shown), shown)
+    hooks = document.get("hooks")
+    if isinstance(hooks, dict):
+        # Not an event: where Codex keeps which hooks it trusts.
+        document = {**document, "hooks": {name: value for name, value in hooks.items() if name != "state"}}
+    return document
 
 
 def why_not_imported(plan: Plan, location: str, group_location: str) -> str:
@@ -676,7 +748,7 @@ def _print_plan(plan: Plan, dry_run: bool, out: TextIO, err: TextIO) -> None:
             (
                 hook.action if dry_run else _PAST[hook.action],
                 hook.hook_id,
-                hook.event if hook.event == hook.claude_event else f"{hook.event} (Claude's {hook.claude_event})",
+                hook.event if hook.event == hook.claude_event else f"{hook.event} ({plan.origin.short}'s {hook.claude_event})",
                 f"matcher {hook.matcher}" if hook.matcher is not None else "matcher (all)",
                 hook.kind,
             )
@@ -704,15 +776,16 @@ def run_import(
     dry_run: bool = False,
     force: bool = False,
     plugin_root: str | None = None,
+    origin: Source | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """``hookbus import claude-code FILE``: print the plan, write it unless ``dry_run``;
-    the exit code (0, or 1 when something could not be imported)."""
+    """``hookbus import claude-code|codex FILE``: print the plan, write it unless
+    ``dry_run``; the exit code (0, or 1 when something could not be imported)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        plan = plan_import(file, home, plugin_root=plugin_root, force=force)
+        plan = plan_import(file, home, plugin_root=plugin_root, force=force, origin=origin)
     except ImportFailed as exc:
         for message in exc.messages:
             print(printable(message), file=err)
@@ -757,7 +830,11 @@ def _warn_unsafe_home(home: Path, err: TextIO) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from hookbus.cli.core import UsageError
 
-    host = GEMINI_CLI if args.source == "gemini-cli" else CLAUDE_CODE
+    host = {"gemini-cli": GEMINI_CLI, "codex": CODEX}.get(args.source, CLAUDE_CODE)
+    if args.source == "codex" and args.plugin_root is not None:
+        raise UsageError("--plugin-root is Claude Code's (CLAUDE_PLUGIN_ROOT): Codex CLI has no plugins")
+    if args.source == "codex" and args.http_decisions:
+        raise UsageError("--http-decisions is Claude Code's: Codex CLI has no http hooks, so --http puts the gate on every event")
     if args.uninstall_bridge:
         if args.install_bridge:
             raise UsageError("--install-bridge and --uninstall-bridge: give one")
@@ -773,14 +850,21 @@ def cmd_import(args: argparse.Namespace) -> int:
         def moves(document: dict[str, Any]) -> Migration:
             return plan_migration(document, file, home)
 
+        trust = None
+        if host is CODEX:
+            from hookbus.hosts.codex_config import plan_codex_trust
+
+            trust = plan_codex_trust
         return install_bridge(
             args.file, args.home, host=host, dry_run=args.dry_run, http=args.http, http_decisions=args.http_decisions,
-            moves=moves if host is CLAUDE_CODE else None,
+            moves=moves if host is CLAUDE_CODE else None, trust=trust,
         )
     if args.http is not None:
         raise UsageError("--http goes with --install-bridge: it makes the bridge http hooks and the gate")
     if args.http_decisions:
         raise UsageError("--http-decisions goes with --install-bridge --http: it puts more of the bridge's events on http")
+    if args.source == "codex":
+        return run_import(args.file, args.home, dry_run=args.dry_run, force=args.force, origin=CODEX_SOURCE)
     if args.source == "gemini-cli":
         raise UsageError(
             "hookbus imports Claude Code's hooks only; for Gemini CLI, "
@@ -795,13 +879,18 @@ def cmd_import(args: argparse.Namespace) -> int:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``hookbus import claude-code FILE [--dry-run] [--force] [--plugin-root DIR]
     [--install-bridge [--http URL [--http-decisions]] | --uninstall-bridge]``, ``hookbus
-    import gemini-cli FILE --install-bridge|--uninstall-bridge [--dry-run]``
-    (``--home`` comes from the common options)."""
+    import codex FILE [--dry-run] [--force] [--install-bridge [--http URL] |
+    --uninstall-bridge]``, ``hookbus import gemini-cli FILE --install-bridge|--uninstall-bridge
+    [--dry-run]`` (``--home`` comes from the common options)."""
     parser.add_argument(
-        "source", choices=("claude-code", "gemini-cli"), metavar="FORMAT",
-        help="what FILE is: claude-code, or gemini-cli (with --install-bridge only)",
+        "source", choices=("claude-code", "codex", "gemini-cli"), metavar="FORMAT",
+        help="what FILE is: claude-code, codex, or gemini-cli (with --install-bridge only)",
     )
-    parser.add_argument("file", metavar="FILE", help="a Claude Code settings.json, or a plugin's hooks/hooks.json; a Gemini CLI settings.json")
+    parser.add_argument(
+        "file", metavar="FILE",
+        help="a Claude Code settings.json, or a plugin's hooks/hooks.json; a Codex CLI hooks.json or config.toml "
+        "(--install-bridge: a hooks.json); a Gemini CLI settings.json",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print what would be done; write nothing")
     parser.add_argument("--force", action="store_true", help="overwrite hook directories that exist already")
     parser.add_argument(
@@ -815,13 +904,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         "(gemini-cli: `hookbus gemini-cli-hook`). claude-code: FILE's own hooks move into the home, so each runs "
         "once, through hookbus; those on events the bridge does not carry (SessionEnd, Notification...) or that "
         "hookbus cannot import stay in FILE, each said. FILE is backed up first, to FILE.bak or, when that "
-        "exists, to a FILE.bak.N of its own",
+        "exists, to a FILE.bak.N of its own. codex: FILE is a hooks.json ($CODEX_HOME/hooks.json, or a trusted "
+        "project's .codex/hooks.json) whose own hooks stay; the bridge is trusted in $CODEX_HOME/config.toml (backed "
+        "up the same way), without which Codex skips it silently, and that is checked (through `$CODEX_BIN "
+        "app-server` when CODEX_BIN is set): exit 1 when Codex would not run it",
     )
     parser.add_argument(
         "--uninstall-bridge", action="store_true",
         help="undo --install-bridge: take hookbus's entries (and the token it wrote) out of FILE, put back the "
         "hooks it moved, exactly as they were, and remove the hooks it made in the home that are unchanged since. "
-        "gemini-cli: the bridge's entries only",
+        "gemini-cli: the bridge's entries only; codex: the bridge's entries, and their trust in $CODEX_HOME/config.toml",
     )
     parser.add_argument(
         "--http", metavar="URL",
@@ -830,7 +922,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         "first; SessionStart, events where a fail-closed hook could fire, and those whose answer approves or rewrites "
         "(PreToolUse, PermissionRequest, UserPromptSubmit, PostToolUse) get the gate, a bash command hook that posts "
         "to the server and runs the command bridge when none answers; every event gets the gate when FILE cannot keep "
-        "the token (others may read it). gemini-cli: the gate on every event",
+        "the token (others may read it). gemini-cli, codex: the gate on every event",
     )
     parser.add_argument(
         "--http-decisions", action="store_true",

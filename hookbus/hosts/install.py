@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
+from hookbus.dialects import codex_names
 from hookbus.jsontext import json_type_name
 from hookbus.serve.rendezvous import home_root
 from hookbus.hosts.settingsfile import (
@@ -41,6 +42,7 @@ from hookbus.hosts.settingsfile import (
     write_atomically,
 )
 from hookbus.terminal import printable
+
 
 
 #: The time a host gives the bridge for one call, written with it: longer than any sync hook
@@ -89,6 +91,22 @@ GEMINI_CLI = BridgedHost(
     None,
     BRIDGE_TIMEOUT_SECONDS * 1000,  # Gemini CLI in milliseconds
 )
+
+
+# Codex CLI's matchers are regexes too; a group without one runs for every tool. It has no
+# http hooks (one voids the whole file). The bridge goes on the ten events hookbus has: on
+# PreModelRequest and PostModelRequest (each model request), Interrupt and SessionEnd it
+# would answer nothing, and each call costs a process (half of a short run's hook calls).
+CODEX = BridgedHost(
+    "Codex CLI",
+    "codex-hook",
+    tuple(codex_names.VIX_EVENT),
+    ("PreToolUse", "PostToolUse", "PermissionRequest"),
+    None,
+    BRIDGE_TIMEOUT_SECONDS,  # Codex CLI counts in seconds
+)
+#: Every host ``--install-bridge`` knows, by the bridge's verb.
+BRIDGED_HOSTS = {host.verb: host for host in (CLAUDE_CODE, GEMINI_CLI, CODEX)}
 
 
 def running_hookbus(argv0: str | None = None, executable: str | None = None) -> list[str]:
@@ -330,6 +348,12 @@ def merge_bridge(
             )
             continue
         replaced = bool(commands or https)
+        if replaced and host is CODEX:
+            # In its place: Codex trusts a hook by its position, and the user's own hooks
+            # after it keep theirs.
+            merged[event] = _replaced_in_place(groups, host, wanted)
+            lines.append(f"{event}: replace the bridge with {what}" + why_command)
+            continue
         if replaced:
             groups = _without_bridges(groups, host)
         on_tools = event in host.tool_events and host.all_tools is not None
@@ -341,6 +365,32 @@ def merge_bridge(
     result = dict(document)
     result["hooks"] = merged
     return result, lines
+
+
+def _replaced_in_place(groups: list[Any], host: BridgedHost, wanted: dict[str, Any]) -> list[Any]:
+    """``groups`` with their first bridge entry made ``wanted``, where it is, and any other
+    taken out (a group left with no hook is dropped)."""
+    placed = False
+    kept: list[Any] = []
+    for group in groups:
+        if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
+            kept.append(group)
+            continue
+        entries: list[Any] = []
+        ours = False
+        for entry in group["hooks"]:
+            if isinstance(entry, dict) and is_bridge_command(entry.get("command"), host):
+                ours = True
+                if not placed:
+                    entries.append(wanted)
+                    placed = True
+                continue
+            entries.append(entry)
+        if not ours:
+            kept.append(group)
+        elif entries:
+            kept.append({**group, "hooks": entries})
+    return kept
 
 
 def _without_bridges(groups: list[Any], host: BridgedHost) -> list[Any]:
@@ -465,6 +515,26 @@ def write_backup(original: str, base: str) -> str:
     ])
 
 
+class HostTrust(Protocol):
+    """What a host must be told besides FILE before it runs the bridge (Codex CLI's trust in
+    its config.toml: ``hookbus.hosts.codex_config.CodexTrust``)."""
+
+    def lines(self) -> list[str]: ...
+
+    def warnings(self) -> list[str]: ...
+
+    def say_dry_run(self, out: TextIO) -> None: ...
+
+    def write(self, out: TextIO) -> None: ...
+
+    def finish(self, out: TextIO, err: TextIO, written: bool = False) -> int: ...
+
+
+#: Plans a HostTrust: (FILE as shown, its document before, after, the bridge command written
+#: (None: taken out), the home, the words that run hookbus).
+TrustPlanner = Callable[[str, dict[str, Any], dict[str, Any], "str | None", "str | os.PathLike[str] | None", Sequence[str]], HostTrust]
+
+
 class Moves(Protocol):
     """What ``--install-bridge`` moves out of a Claude Code FILE into the home, so that its
     hooks run once (``claude_import.plan_migration`` makes it; this module cannot import
@@ -498,6 +568,7 @@ def install_bridge(
     http: str | None = None,
     http_decisions: bool = False,
     moves: Callable[[dict[str, Any]], Moves] | None = None,
+    trust: TrustPlanner | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -510,7 +581,9 @@ def install_bridge(
     with an approval or a rewrite by whoever holds the port while the server is down
     (unless ``http_decisions``), and the gate on the other events
     (``hookbus.hosts.httpbridge.plan_layout``). The token written is first checked
-    against the server there."""
+    against the server there. ``trust``: what the host must be told besides FILE before it
+    runs the bridge (Codex CLI: ``hookbus.hosts.codex_config.plan_codex_trust``), planned
+    from FILE before and after, written after FILE, then checked."""
     out = out or sys.stdout
     err = err or sys.stderr
     shown = os.fspath(file)
@@ -518,10 +591,19 @@ def install_bridge(
     command = bridge_command(home, host, program)
     exists = os.path.lexists(shown)
     token_advice: str | None = None
+    trusted: HostTrust | None = None
     try:
         refusal = _foreign_link(shown)
         if refusal is not None:
             raise ImportFailed([refusal])
+        if host is CODEX and shown.endswith(".toml"):
+            from hookbus.hosts.codex_trust import codex_home
+
+            raise ImportFailed([
+                f"{shown}: --install-bridge writes Codex CLI's bridge into a hooks.json, not into config.toml's "
+                f"[hooks] tables: give $CODEX_HOME/hooks.json ({codex_home() / 'hooks.json'}), which Codex reads "
+                "beside config.toml, or a trusted project's .codex/hooks.json"
+            ])
         document = read_json_file(shown, shown) if exists else {}
         if not isinstance(document, dict):
             raise ImportFailed([f"{shown}: expected an object at the top level, got {json_type_name(document)} @ $"])
@@ -535,6 +617,8 @@ def install_bridge(
                 shown, root, http, host.events, claude=host is CLAUDE_CODE, decisions=http_decisions, dry_run=dry_run,
                 kept=migration.command_events() if migration is not None else None,
             )
+            if host is CODEX:
+                layout.commands = {event: "Codex CLI has no http hooks: the gate posts to the server" for event in host.events}
             command, no_gate = gate_or_bridge(home, host, program)
             merged, lines = merge_bridge(source, command, shown, host, layout.url, layout.commands)
             plan = layout.token
@@ -551,6 +635,8 @@ def install_bridge(
             raise ImportFailed(["--http-decisions goes with --http: it lets the http hooks take the events whose answer approves or rewrites"])
         else:
             merged, lines = merge_bridge(source, command, shown, host)
+        if trust is not None:
+            trusted = trust(shown, document, merged, command, home, program)
     except ImportFailed as exc:
         for message in exc.messages:
             print(printable(message), file=err)
@@ -558,6 +644,10 @@ def install_bridge(
         return 1
     for line in [*(migration.lines(dry_run) if migration is not None else ()), *lines]:
         print(printable(line), file=out)
+    for line in trusted.lines() if trusted is not None else ():
+        print(printable(line), file=out)
+    for warning in trusted.warnings() if trusted is not None else ():
+        print(printable(f"warning: {warning}"), file=err)
     for warning in migration.warnings if migration is not None else ():
         print(printable(f"warning: {warning}"), file=err)
     for problem in command_problems(program, _host_user(shown)):
@@ -568,20 +658,30 @@ def install_bridge(
     if token_advice is not None:
         print(printable(f"note: {token_advice}"), file=err)
     if migration is None and _has_own_hooks(document, host):
-        advice = "remove those you imported with `hookbus import claude-code`" if host is CLAUDE_CODE else "move them into hookbus hooks"
+        if host is CODEX:
+            advice = f"import them with `hookbus import codex {shown}` and take them out of it (their trust stays)"
+        elif host is CLAUDE_CODE:
+            advice = "remove those you imported with `hookbus import claude-code`"
+        else:
+            advice = "move them into hookbus hooks"
         print(printable(f"note: the other hooks of {shown} still run as well: {advice}, or they run twice"), file=out)
     changed = merged != document or not exists
     if dry_run:
         print(printable(f"{shown} would hold these hooks:" if changed else f"{shown} needs no change; its hooks:"), file=out)
         print(printable(json.dumps({"hooks": merged["hooks"]}, indent=2, ensure_ascii=False), keep="\n"), file=out)
+        if trusted is not None:
+            trusted.say_dry_run(out)
         print("dry run: nothing was written", file=out)
         return 0
     if not changed:
         print(printable(f"{shown} needs no change"), file=out)
+        if trusted is not None:
+            return trusted.finish(out, err)
         return 0
     target = Path(os.path.realpath(shown))  # through a link (dotfiles), not over it: checked above
     try:
         backup = None
+        original = target.read_bytes() if exists else None
         if exists:
             backup = write_backup(str(target), f"{shown}.bak")
             print(printable(f"backed up {shown} to {backup}"), file=out)
@@ -599,6 +699,13 @@ def install_bridge(
             if undo is not None:
                 undo()
             raise
+        if trusted is not None:
+            try:
+                trusted.write(out)
+            except BaseException:
+                _put_back(target, original)
+                print(printable(f"{shown} was put back as it was"), file=err)
+                raise
     except ImportFailed as exc:
         for message in exc.messages:
             print(printable(message), file=err)
@@ -612,4 +719,19 @@ def install_bridge(
     for line in migration.done if migration is not None else ():
         print(printable(line), file=out)
     print(printable(f"wrote {shown}"), file=out)
+    if trusted is not None:
+        return trusted.finish(out, err, written=True)
     return 0
+
+
+def _put_back(target: Path, original: bytes | None) -> None:
+    """FILE as it was before this run wrote it (None: it was not there)."""
+    try:
+        if original is None:
+            os.unlink(target)
+        else:
+            from hookbus.hosts.settingsfile import replace_atomically
+
+            replace_atomically(target, original, stat.S_IMODE(os.stat(target).st_mode) & 0o777)
+    except OSError:
+        pass

@@ -1,10 +1,12 @@
-"""Another program's JSON settings file (Claude Code's, Gemini CLI's), read with messages
-that say where it is wrong, and written so that a reader never sees half of it."""
+"""Another program's settings file (Claude Code's and Gemini CLI's JSON, Codex CLI's JSON
+and TOML), read with messages that say where it is wrong, and written so that a reader
+never sees half of it."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,44 @@ def read_json_file(path: str, shown: str) -> Any:
         raise ImportFailed([f"{shown}: invalid JSON: nested too deeply"]) from None
     except ValueError as exc:
         raise ImportFailed([f"{shown}: invalid JSON: {exc}"]) from None
+
+
+def load_toml(text: str, shown: str) -> dict[str, Any]:
+    """The TOML document ``text`` (read with the standard library's ``tomllib``; on Python
+    3.10, which has none, with ``tomlkit``); ImportFailed saying what is wrong with it."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ImportFailed([f"{shown}: invalid TOML: {exc}"]) from None
+        except RecursionError:
+            raise ImportFailed([f"{shown}: invalid TOML: nested too deeply"]) from None
+    else:  # Python 3.10 has no tomllib
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
+        try:
+            parsed: dict[str, Any] = tomlkit.parse(text).unwrap()
+            return parsed
+        except TOMLKitError as exc:
+            raise ImportFailed([f"{shown}: invalid TOML: {exc}"]) from None
+        except RecursionError:
+            raise ImportFailed([f"{shown}: invalid TOML: nested too deeply"]) from None
+
+
+def read_text_file(path: str, shown: str) -> str:
+    """The UTF-8 text in ``path``; ImportFailed saying why it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ImportFailed([f"{shown}: cannot read it: {exc.strerror or exc}"]) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed([f"{shown}: not valid UTF-8 (byte {exc.start})"]) from None
 
 
 def key_path(base: str, key: str) -> str:

@@ -25,7 +25,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hookbus.hosts.bridgerecord import Loaded, Record, digest, load_record
-from hookbus.hosts.install import CLAUDE_CODE, BridgedHost, _foreign_link, backup_names, write_backup
+from hookbus.hosts.codex_config import CodexTrust, plan_codex_trust
+from hookbus.hosts.install import (
+    CLAUDE_CODE,
+    CODEX,
+    BridgedHost,
+    _foreign_link,
+    _put_back,
+    backup_names,
+    running_hookbus,
+    write_backup,
+)
 from hookbus.hosts.restore import hooks_of, is_bridge_entry, put_back, strip_bridges, summary_of
 from hookbus.hosts.settingsfile import ImportFailed, key_path, read_json_file, write_atomically
 from hookbus.jsontext import json_type_name
@@ -236,6 +246,15 @@ def uninstall_bridge(
             loaded = load_record(root, os.path.realpath(shown))
         record = loaded.record if loaded is not None else None
         undo = plan_undo(document, shown, root, host, record)
+        trust: CodexTrust | None = None
+        if host is CODEX:
+            # Codex trusts a hook by its place: the trust of the bridge's entries goes, and
+            # that of the user's own hooks after them follows them to their new places.
+            moved = {
+                event: strip_bridges(groups, host)[1]
+                for event, groups in (document.get("hooks") or {}).items() if isinstance(groups, list)
+            }
+            trust = plan_codex_trust(shown, document, undo.document, None, home, running_hookbus(), moved)
     except ImportFailed as exc:
         for message in exc.messages:
             say(message, err)
@@ -250,10 +269,11 @@ def uninstall_bridge(
         elif why:
             kept[hook_id] = why
     changed = undo.document != document
-    if not changed and not removable and (loaded is None or loaded.missing):
+    trust_changed = trust is not None and trust.plan.changed
+    if not changed and not removable and not trust_changed and (loaded is None or loaded.missing):
         say(f"{shown} holds no hookbus bridge, and hookbus moved nothing out of it: nothing to undo")
         return 0
-    for line in undo.lines:
+    for line in [*undo.lines, *(trust.lines() if trust is not None else ())]:
         say(line)
     hooks_dir = root / "hooks"
     for hook_id in removable if dry_run else ():
@@ -266,15 +286,27 @@ def uninstall_bridge(
     if dry_run:
         say(f"{shown} would hold these hooks:" if changed else f"{shown} needs no change; its hooks:")
         print(printable(json.dumps({"hooks": undo.document.get("hooks", {})}, indent=2, ensure_ascii=False), keep="\n"), file=out)
+        if trust is not None:
+            trust.say_dry_run(out)
         say("dry run: nothing was written")
         return _say_record(loaded, shown, root, dry_run, out, err)
     target = Path(os.path.realpath(shown))
-    if changed:
+    if changed or trust_changed:
         try:
-            backup = write_backup(str(target), f"{shown}.bak")
-            say(f"backed up {shown} to {backup}")
-            mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777
-            write_atomically(target, json.dumps(undo.document, indent=2, ensure_ascii=False) + "\n", mode)
+            original = target.read_bytes()
+            if changed:
+                backup = write_backup(str(target), f"{shown}.bak")
+                say(f"backed up {shown} to {backup}")
+                mode = stat.S_IMODE(os.stat(target).st_mode) & 0o777
+                write_atomically(target, json.dumps(undo.document, indent=2, ensure_ascii=False) + "\n", mode)
+                say(f"wrote {shown}")
+            if trust is not None:
+                try:
+                    trust.write(out)
+                except BaseException:
+                    if changed:
+                        _put_back(target, original)
+                    raise
         except ImportFailed as exc:
             for message in exc.messages:
                 say(message, err)
@@ -284,7 +316,6 @@ def uninstall_bridge(
             where = f" {exc.filename}" if exc.filename else ""
             say(f"cannot write{where}: {exc.strerror or exc}; {shown} was not changed, nor the home", err)
             return 1
-        say(f"wrote {shown}")
     for hook_id in removable:
         try:
             remove_hook(root, hook_id)

@@ -43,7 +43,7 @@ EXPECT_KEYS = ("behavior", "reason", "context", "input", "permission", "continue
 #: Matched as substrings; the others exactly.
 SUBSTRING_KEYS = ("reason", "context")
 BEHAVIORS = ("allow", "deny", "modify", "context")
-DIALECTS = ("claude-code",)
+DIALECTS = ("claude-code", "codex")
 
 
 @attrs.frozen
@@ -102,15 +102,15 @@ def load_fixture(home_root: Path, hook_id: str, path: Path) -> Fixture:
             raise SpecError(f"unknown field {key!r} (fields: {', '.join(FIXTURE_KEYS)})", "$")
     dialect = document.get("dialect")
     if dialect is not None and dialect not in DIALECTS:
-        raise SpecError(f"unknown dialect {dialect!r}; the one there is: claude-code", "$.dialect")
+        raise SpecError(f"unknown dialect {dialect!r}; those there are: claude-code, codex", "$.dialect")
     event = document.get("event")
     if not isinstance(event, str):
         raise SpecError("event is missing, or not a string", "$.event")
     envelope = document.get("envelope", {})
     if not isinstance(envelope, dict):
         raise SpecError("envelope must be an object", "$.envelope")
-    if dialect == "claude-code":
-        event, envelope = _from_claude_code(event, envelope)
+    if dialect in DIALECTS:
+        event, envelope = _from_claude_code(event, envelope, dialect)
     elif event not in EVENT_NAMES:
         raise SpecError(unknown_event_message(event), "$.event")
     expect = document.get("expect")
@@ -135,15 +135,20 @@ def load_fixture(home_root: Path, hook_id: str, path: Path) -> Fixture:
     return Fixture(hook_id, str(path.relative_to(home_root)), event, envelope, dict(expect), merged, description)
 
 
-def _from_claude_code(event: str, envelope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Claude Code's event and envelope as the bridge turns them into vixd's."""
-    from hookbus.dialects.claude_names import DEFAULT_NAMES, VIX_EVENT, envelope_to_vix
+def _from_claude_code(event: str, envelope: dict[str, Any], dialect: str = "claude-code") -> tuple[str, dict[str, Any]]:
+    """Claude Code's (Codex CLI's) event and envelope as the bridge turns them into vixd's."""
+    from hookbus.dialects import claude_names, codex_names
+    from hookbus.dialects.claude_names import envelope_to_vix
 
-    vix_event = VIX_EVENT.get(event)
+    codex = dialect == "codex"
+    events = codex_names.VIX_EVENT if codex else claude_names.VIX_EVENT
+    vix_event = events.get(event)
     if vix_event is None:
-        known = ", ".join(sorted(VIX_EVENT))
-        raise SpecError(f"{event!r} is not a Claude Code event hookbus takes; those are {known}", "$.event")
-    return vix_event, envelope_to_vix({**envelope, "hook_event_name": event}, DEFAULT_NAMES)
+        known = ", ".join(sorted(events))
+        host = "Codex CLI" if codex else "Claude Code"
+        raise SpecError(f"{event!r} is not a {host} event hookbus takes; those are {known}", "$.event")
+    names = codex_names.CODEX_TOOLS if codex else claude_names.DEFAULT_NAMES
+    return vix_event, envelope_to_vix({**envelope, "hook_event_name": event}, names)
 
 
 def fixture_problems(home_root: Path, hook_id: str) -> list[str]:
