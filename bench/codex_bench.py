@@ -5,9 +5,10 @@ A real Codex CLI (``$CODEX_BIN``; 0.169.0 was the one measured) runs as ``codex 
 (JSON-RPC over stdio), offline: its model is the Responses API stub of
 ``tests/codexkit.py`` on 127.0.0.1, which has the shell tool run ``echo hi`` CALLS times
 (``--calls``, default 5), then answers. Each run is a fresh app server, one thread, one
-turn, in a throw-away CODEX_HOME, working directory and HOME per config. Every hook is on
-every event Codex has (14; matcher ``*`` where it reads one), each trusted in config.toml.
-Configs:
+turn, in a throw-away CODEX_HOME, working directory and HOME per config. Codex's own hooks
+are on every event Codex has (14, no matcher), hookbus's on the ten it installs the bridge
+on (not PreModelRequest, PostModelRequest, Interrupt and SessionEnd, which the bridge would
+answer with nothing), each trusted in config.toml. Configs:
 
 - ``native``: Codex's own no-op command hook, ``exit 0`` (one bash, a builtin);
 - ``native-cat``: ``cat >/dev/null`` (reads its stdin: a second process);

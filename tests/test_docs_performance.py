@@ -150,12 +150,14 @@ def test_the_host_benches_it_names_exist_and_take_the_configs_it_names() -> None
     is one that script takes (the hosts themselves are not installed here)."""
     text = section(DOC, "Inside the real hosts")
     scripts = set(re.findall(r"\.venv/bin/python (bench/\S+\.py)", text))
-    assert scripts == {"bench/claude_code_bench.py", "bench/claude_code_server_down.py", "bench/gemini_cli_bench.py"}
+    assert scripts == {
+        "bench/claude_code_bench.py", "bench/claude_code_server_down.py", "bench/gemini_cli_bench.py", "bench/codex_bench.py",
+    }
     for script in scripts:
         assert (REPO / script).is_file(), script
     described = set(re.findall(r"^- `([a-z-]+)`:", text, re.M))
     assert described == {"native", "default", "guard-only", "http", "bridge"}
-    for script in ("claude_code_bench.py", "gemini_cli_bench.py"):
+    for script in ("claude_code_bench.py", "gemini_cli_bench.py", "codex_bench.py"):
         shown = subprocess.run([sys.executable, str(REPO / "bench" / script), "--help"], capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0, shown.stderr
     claude_help = subprocess.run(
