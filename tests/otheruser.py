@@ -54,24 +54,25 @@ def blocked_at(path: Path, uid: int = NOBODY, gid: int = NOBODY) -> Path | None:
     return None
 
 
-def python_path(uid: int = NOBODY) -> list[str]:
-    """The PYTHONPATH under which ``uid`` imports this checkout's hookbus, the built-in
-    plugins and hookbus's dependencies: these paths when it can reach them, else a copy
-    (see the module's doc). Skips the test when neither can be had."""
+def python_path(uid: int = NOBODY, gid: int = NOBODY) -> list[str]:
+    """The PYTHONPATH under which ``uid`` (in group ``gid``) imports this checkout's
+    hookbus, the built-in plugins and hookbus's dependencies: these paths when it can reach
+    them, else a copy (see the module's doc). Skips the test when neither can be had."""
     site_packages = Path(sysconfig.get_paths()["purelib"])
     own = [REPOSITORY, REPOSITORY / "plugins", site_packages]
-    if all(blocked_at(path, uid) is None for path in own):
+    if all(blocked_at(path, uid, gid) is None for path in own):
         return [str(path) for path in own]
     global _copied
     if _copied is None:
-        _copied = _copy_for(uid, site_packages)
+        _copied = _copy_for(uid, gid, site_packages)
     return _copied
 
 
-def _copy_for(uid: int, site_packages: Path) -> list[str]:
-    place = next((Path(path) for path in _candidates() if blocked_at(Path(path), uid) is None and os.access(path, os.W_OK)), None)
+def _copy_for(uid: int, gid: int, site_packages: Path) -> list[str]:
+    """A copy readable by everyone, so one copy serves every uid a session asks for."""
+    place = next((Path(path) for path in _candidates() if blocked_at(Path(path), uid, gid) is None and os.access(path, os.W_OK)), None)
     if place is None:
-        stopped = next(blocked for path in (REPOSITORY, site_packages) if (blocked := blocked_at(path, uid)) is not None)
+        stopped = next(blocked for path in (REPOSITORY, site_packages) if (blocked := blocked_at(path, uid, gid)) is not None)
         pytest.skip(
             f"skipped: uid {uid} cannot enter {stopped} ({stat.S_IMODE(stopped.stat().st_mode):04o}), and no temporary "
             "directory it can reach was found to copy hookbus into"

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import pytest
 
 from conftest import read_state
+from otheruser import python_path
 from hookbus import HookBus
 from hookbus.errors import HookNotFoundError, Problem
 
@@ -317,11 +318,16 @@ def test_non_root_bus_trusts_itself_and_root_but_nobody_else(tmp_path: Path) -> 
         (home / "hooks").chmod(0o755)
         os.chown(home / "hooks", user, -1)
         os.chown(home, user, -1)
+        # Where that uid can read hookbus, its plugins and dependencies: the checkout, or a
+        # copy when the checkout is under a directory only its owner may enter (otheruser).
+        environ = {**os.environ, "PYTHONPATH": os.pathsep.join(python_path(user, gid=0))}
         result = subprocess.run(
             [sys.executable, "-c", AS_ANOTHER_USER, str(home), str(warm), str(user)],
             capture_output=True,
             text=True,
             timeout=60,
+            env=environ,
+            cwd=top,  # not the checkout, which python -c would import hookbus from first
         )
         assert result.returncode == 0, result.stderr
         found = json.loads(result.stdout)

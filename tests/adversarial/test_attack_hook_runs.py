@@ -343,7 +343,8 @@ def test_out_of_descriptors_is_the_hooks_failure(free: int, scratch: Path) -> No
         assert [(f["hook_id"], f["failure"], f["closed"]) for f in opened["failed"]] == [("fd-open", "crash", False)]
         for failure in closed["failed"] + opened["failed"]:
             assert failure["error"].startswith("could not start: out of file descriptors (EMFILE)"), failure
-        assert said["leaked_descriptors"] == 0
+        # Fewer after than before is no leak: a thread of the bus closed one meanwhile.
+        assert said["leaked_descriptors"] <= 0
 
 
 @needs_nobody
