@@ -118,6 +118,21 @@ def test_state_keeps_the_last_ten_runs_in_order(home, write_hook, make_bus):
     assert state["last_error"] == "exited with status 3: broke 11"
 
 
+def test_two_buses_of_one_home_keep_their_runs_in_order(home, write_hook, make_bus):
+    """Two buses on the same home in one process share the writer: state.json's runs are
+    the last ten in the order they were fired, whichever bus fired them."""
+    write_decider(write_hook)
+    first, second = make_bus(), make_bus()
+    for n in range(14):
+        emit_n(first if n % 2 else second, n)
+    first.close()
+    second.close()
+    runs = read_state(home, "decider")["recent_runs"]
+    log = read_log(home)
+    assert [run["at"] for run in runs] == [entry["at"] for entry in log[-10:]]
+    assert [run["error"] for run in runs] == [error for _, error, _ in (expected_outcome(n) for n in range(4, 14))]
+
+
 @pytest.mark.timeout(60)
 def test_sync_status_is_what_the_hook_said(home, write_hook, make_bus):
     """Each sync behaviour is recorded as itself; a broken hook fails open, so it is

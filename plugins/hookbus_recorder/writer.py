@@ -150,8 +150,8 @@ class RecordWriter:
         # Gathered by (home, hook, tier), which costs a tuple of what the record holds: a
         # Path built and hashed for each of a busy hook's hundreds of runs held the GIL
         # (and so the emitting threads) for milliseconds a batch.
-        gathered: dict[tuple[int, str, str], tuple[Home, list[RunRecord]]] = {}
-        for home, item in batch:
+        gathered: dict[tuple[int, str, str], tuple[Home, list[tuple[int, RunRecord]]]] = {}
+        for index, (home, item) in enumerate(batch):
             if isinstance(item, LoadErrors):
                 self._append_runs(gathered)  # the runs before it first: they happened first
                 gathered = {}
@@ -160,9 +160,9 @@ class RecordWriter:
                 key = (id(home), item.hook_id, item.tier)
                 entry = gathered.get(key)
                 if entry is None:
-                    gathered[key] = (home, [item])
+                    gathered[key] = (home, [(index, item)])
                 else:
-                    entry[1].append(item)
+                    entry[1].append((index, item))
         self._append_runs(gathered)
 
     def _made(self, home: Home, directory: Path) -> bool:
@@ -175,14 +175,16 @@ class RecordWriter:
             return False
         return True
 
-    def _append_runs(self, gathered: Mapping[tuple[int, str, str], tuple[Home, list[RunRecord]]]) -> None:
-        runs: dict[Path, list[RunRecord]] = {}
-        for (_, hook_id, tier), (home, hook_runs) in gathered.items():
+    def _append_runs(self, gathered: Mapping[tuple[int, str, str], tuple[Home, list[tuple[int, RunRecord]]]]) -> None:
+        ordered: dict[Path, list[tuple[int, RunRecord]]] = {}
+        for (_, hook_id, tier), (home, indexed) in gathered.items():
             directory = home.state_dir(hook_id, tier)
             if directory is not None and (tier == "user" or self._made(home, directory)):
                 # Only the last RECENT_RUNS of a batch reach state.json (with the last one's
-                # status): the rest need no entry built.
-                runs.setdefault(directory, []).extend(hook_runs[-RECENT_RUNS:])
+                # status): the rest need no entry built. Two buses of one home write the
+                # same directory: their runs are put back in the order they came.
+                ordered.setdefault(directory, []).extend(indexed[-RECENT_RUNS:])
+        runs = {directory: [run for _, run in sorted(entries, key=lambda entry: entry[0])] for directory, entries in ordered.items()}
         held: list[tuple[Path, list[RunRecord]]] = []
         for hook_dir, hook_runs in runs.items():
             if _locked_elsewhere(hook_dir):
