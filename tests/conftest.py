@@ -13,6 +13,23 @@ import pytest
 
 from hookbus import HookBus
 
+#: Descriptors a worker of the suite may hold. Its servers, floods and processes take
+#: more than the 1,024 an ordinary user's soft limit often is (root's is higher): the soft
+#: limit is raised to this, within the hard one, for the workers and what they start.
+WANTED_DESCRIPTORS = 16_384
+
+
+def _enough_descriptors() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = WANTED_DESCRIPTORS if hard == resource.RLIM_INFINITY else min(WANTED_DESCRIPTORS, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+_enough_descriptors()
+
 
 @pytest.fixture(autouse=True, scope="session")
 def private_state_directories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
