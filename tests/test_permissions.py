@@ -32,6 +32,8 @@ Writer = Callable[..., Path]
 
 FOREIGN_UID = 4242
 ME = os.geteuid()
+#: Tests that give files to another uid (or to root): only root may chown so.
+needs_chown = pytest.mark.skipif(ME != 0, reason="skipped: needs root, to give files to another uid (chown)")
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -212,6 +214,7 @@ def test_loose_hooks_directory_loads_nothing(
     assert fired(bus) is None
 
 
+@needs_chown
 def test_foreign_owned_hooks_directory_loads_nothing(home: Path, write_hook: Writer, make_bus: Maker) -> None:
     write_stop_hook(write_hook, "a")
     hooks_dir = home / "hooks"
@@ -236,6 +239,7 @@ OWNERS: list[tuple[str, str, int, bool]] = [
 ]
 
 
+@needs_chown
 @pytest.mark.parametrize(("case", "target", "uid", "refused"), OWNERS, ids=[row[0] for row in OWNERS])
 def test_ownership(
     case: str, target: str, uid: int, refused: bool, write_hook: Writer, make_bus: Maker
@@ -289,6 +293,7 @@ def reachable_by_everyone() -> str:
     pytest.skip("no directory here that another user can reach, to put a home in")
 
 
+@needs_chown
 @pytest.mark.timeout(60)
 def test_non_root_bus_trusts_itself_and_root_but_nobody_else(tmp_path: Path) -> None:
     user, stranger = FOREIGN_UID, FOREIGN_UID + 1
@@ -394,6 +399,7 @@ def test_strict_modes_setting_of_the_wrong_type_keeps_them_strict(
     assert any("chmod go-w" in text for text in shown)
 
 
+@needs_chown
 @pytest.mark.parametrize("target", ["file", "dir"])
 def test_relaxed_modes_never_relax_ownership(
     target: str, home: Path, write_hook: Writer, make_bus: Maker
@@ -410,6 +416,7 @@ def test_relaxed_modes_never_relax_ownership(
     assert fired(bus) is None
 
 
+@needs_chown
 def test_relaxed_modes_never_relax_ownership_of_the_hooks_directory(
     home: Path, write_hook: Writer, make_bus: Maker
 ) -> None:
@@ -735,6 +742,7 @@ def run_validate(tmp_path: Path, home: Path, *ids: str) -> subprocess.CompletedP
     )
 
 
+@needs_chown
 @pytest.mark.timeout(120)
 def test_validate_exits_1_and_prints_each_refusal(
     home: Path, tmp_path: Path, write_hook: Writer
@@ -787,6 +795,7 @@ def test_validate_reports_a_loose_hooks_directory(home: Path, tmp_path: Path, wr
 # -- state.json ---------------------------------------------------------------------------
 
 
+@needs_chown
 def test_refusal_lands_in_state_json_and_clears_when_fixed(
     home: Path, write_hook: Writer, make_bus: Maker
 ) -> None:

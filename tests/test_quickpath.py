@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from hookbus.serve.rendezvous import reachable
+
 from conftest import read_log, turn_off_home_guard
 from hookbus.serve import leanjson
 from servekit import Served, environment, hookbus
@@ -174,7 +176,8 @@ class FakeServer:
         run.mkdir(mode=0o700, exist_ok=True)
         self.path = str(run / "hookbus.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.path)
+        with reachable(self.path) as address:  # a deep TMPDIR: past sun_path
+            self.listener.bind(address)
         self.listener.listen(8)
         self.answer = answer
         self.requests: list[bytes] = []

@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import pytest
 
+from hookbus.serve.rendezvous import reachable
+
 from conftest import hook_processes, read_log
 from hookbus.serve.client import AsyncClient, Client, NoServer, OtherHome, RemoteError
 from hookbus.serve.protocol import (
@@ -236,7 +238,8 @@ def test_a_second_server_names_the_holder_and_exits_1(home: Path) -> None:
 def test_a_stale_socket_is_replaced(home: Path) -> None:
     (home / "run").mkdir(mode=0o700)
     stale = socket.socket(socket.AF_UNIX)
-    stale.bind(str(home / "run" / "hookbus.sock"))
+    with reachable(str(home / "run" / "hookbus.sock")) as address:  # a deep TMPDIR: past sun_path
+        stale.bind(address)
     stale.close()  # the file stays, no one listens: what a crash leaves
     with Served(home) as served, Client(served.socket) as client:
         assert client.ping()["home"] == str(home)

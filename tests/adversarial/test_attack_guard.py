@@ -62,8 +62,8 @@ class Case:
     setup: str = ""
 
 
-def case(name: str, command: str, **options: Any) -> Any:
-    return pytest.param(Case(name, command, **options), id=name)
+def case(name: str, command: str, *, marks: Any = (), **options: Any) -> Any:
+    return pytest.param(Case(name, command, **options), id=name, marks=marks)
 
 
 HOOK = "~/.vix/hooks/p/hook.json"  # a new hook, in a hook directory that exists
@@ -119,7 +119,12 @@ WRITE_FORMS = [
     case("sed w", 'sed -n "w $HOME/.vix/hooks/p/hook.json" src/app.py'),
     case("perl -i", "perl -pi -e 's/exit 0/exit 1/' ~/.vix/hooks/x/hook.json"),
     case("chmod", "chmod 600 ~/.vix/hooks/x/hook.json"),
-    case("chown", "chown 0:0 ~/.vix/hooks/x/hook.json && chmod 640 ~/.vix/hooks/x/hook.json"),
+    # Only root may give a file to root: for anyone else bash changes nothing, and the
+    # oracle, which runs it, would call it no write form.
+    case(
+        "chown", "chown 0:0 ~/.vix/hooks/x/hook.json && chmod 640 ~/.vix/hooks/x/hook.json",
+        marks=pytest.mark.skipif(os.geteuid() != 0, reason="skipped: needs root, whose chown 0:0 changes the file"),
+    ),
     case("tar -x -C", "tar -xf evil.tar -C ~/.vix/hooks/p"),
     case("tar -x into the user's home", "tar -xf evil.tar -C ~"),
     case("tar x in the user's home", "tar xf proj/evil.tar", cwd="user"),
