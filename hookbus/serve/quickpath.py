@@ -216,9 +216,11 @@ def _answer_host(host: Host, host_event: str, event: str, envelope: dict[str, An
     if output is not None and not _print(output_text(output)):
         return 0
     if refusal is not None:  # the reason Codex CLI shows, with exit 2: its lines kept
-        from hookbus.terminal import printable
+        if not (refusal.isascii() and refusal.replace("\n", "").replace("\t", "").isprintable()):
+            from hookbus.terminal import printable  # only for what needs escaping: it compiles a regex
 
-        print(printable(refusal, keep="\n\t"), file=sys.stderr)
+            refusal = printable(refusal, keep="\n\t")
+        print(refusal, file=sys.stderr)
     for note in notes:
         _warn(f"hookbus {host.verb}: {note}")
     return 0 if refusal is None else 2
