@@ -493,3 +493,45 @@ def test_a_fixture_may_be_written_in_codexs_words(tmp_path: Path) -> None:
     done = run("test", "--home", str(target))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+@pytest.mark.parametrize("put_back", [True, False])
+def test_a_disk_that_refuses_the_trust_puts_the_file_back_or_says_it_could_not(
+    tmp_path: Path, codex_home: Path, monkeypatch: pytest.MonkeyPatch, put_back: bool
+) -> None:
+    """config.toml is written after FILE: when that fails (a full disk), FILE goes back as it
+    was, or, when the disk refuses that too, the install says FILE holds an untrusted
+    bridge, which Codex skips. Exit 1 either way: hookbus's failure is never said as done."""
+    import errno
+    import io
+
+    from hookbus.hosts import install as installing
+    from hookbus.hosts.codex_config import plan_codex_trust
+
+    source = codex_home / "hooks.json"
+    source.write_text('{"hooks": {}}\n')
+
+    class FullDisk:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+        def write(self, out: Any) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device", str(codex_home / "config.toml"))
+
+    def planner(*args: Any) -> Any:
+        return FullDisk(plan_codex_trust(*args))
+
+    if not put_back:
+        monkeypatch.setattr(installing, "_put_back", lambda target, original: "Read-only file system")
+    out, err = io.StringIO(), io.StringIO()
+    code = installing.install_bridge(str(source), tmp_path / "vix", host=installing.CODEX, trust=planner, out=out, err=err)
+    assert code == 1
+    assert "No space left on device" in err.getvalue()
+    if put_back:
+        assert source.read_text() == '{"hooks": {}}\n' and "was put back as it was" in err.getvalue()
+    else:
+        assert "could not be put back (Read-only file system)" in err.getvalue() and "Codex skips it" in err.getvalue()
+    assert not (codex_home / "config.toml").exists()

@@ -42,7 +42,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_host_hook(args: argparse.Namespace) -> int:
-    """``hookbus claude-code-hook`` and ``hookbus gemini-cli-hook`` on the full command
+    """``hookbus claude-code-hook``, ``gemini-cli-hook`` and ``codex-hook`` on the full command
     line (``hookbus.serve.quickpath`` answers the common case before this is imported)."""
     return run_host_hook(args, HOSTS[args.verb])
 

@@ -703,8 +703,13 @@ def install_bridge(
             try:
                 trusted.write(out)
             except BaseException:
-                _put_back(target, original)
-                print(printable(f"{shown} was put back as it was"), file=err)
+                why = _put_back(target, original)
+                # A disk that refused config.toml may refuse FILE too: say which it is.
+                said = f"{shown} was put back as it was" if why is None else (
+                    f"{shown} could not be put back ({why}): it holds the bridge, which Codex does not trust, "
+                    f"so Codex skips it; its backup is beside it"
+                )
+                print(printable(said), file=err)
                 raise
     except ImportFailed as exc:
         for message in exc.messages:
@@ -724,8 +729,9 @@ def install_bridge(
     return 0
 
 
-def _put_back(target: Path, original: bytes | None) -> None:
-    """FILE as it was before this run wrote it (None: it was not there)."""
+def _put_back(target: Path, original: bytes | None) -> str | None:
+    """FILE as it was before this run wrote it (None: it was not there); why it could not
+    be, or None when it was."""
     try:
         if original is None:
             os.unlink(target)
@@ -733,5 +739,6 @@ def _put_back(target: Path, original: bytes | None) -> None:
             from hookbus.hosts.settingsfile import replace_atomically
 
             replace_atomically(target, original, stat.S_IMODE(os.stat(target).st_mode) & 0o777)
-    except OSError:
-        pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None

@@ -25,15 +25,7 @@ def _reject_constant(name: str) -> Any:
 
 def read_json_file(path: str, shown: str) -> Any:
     """The JSON document in ``path``; ImportFailed saying what is wrong with it."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ImportFailed([f"{shown}: cannot read it: {exc.strerror or exc}"]) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ImportFailed([f"{shown}: not valid UTF-8 (byte {exc.start})"]) from None
+    text = read_text_file(path, shown)
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

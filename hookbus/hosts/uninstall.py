@@ -1,4 +1,4 @@
-"""``hookbus import claude-code|gemini-cli FILE --uninstall-bridge``: what
+"""``hookbus import claude-code|gemini-cli|codex FILE --uninstall-bridge``: what
 ``--install-bridge`` did to FILE, undone.
 
 hookbus's entries leave FILE: the command bridge in any spelling (``is_bridge_command``),
@@ -304,8 +304,8 @@ def uninstall_bridge(
                 try:
                     trust.write(out)
                 except BaseException:
-                    if changed:
-                        _put_back(target, original)
+                    if changed and (why := _put_back(target, original)) is not None:
+                        say(f"{shown} could not be put back ({why}); its backup is beside it", err)
                     raise
         except ImportFailed as exc:
             for message in exc.messages:
